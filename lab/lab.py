@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""The kubescale.tuning lab: a small fleet of real systemd nodes on one Debian 12 machine.
+
+Standard library plus the docker CLI.  Commands:
+
+  image     build (or reuse) the node base image: debootstrap -> docker import, cached by content
+  up        start the nodes (idempotent) and write inventories/lab/hosts.yml
+  down      remove the nodes, their volumes, their emulated resource disks and loop devices
+  status    list the nodes
+  redeploy  emulate an Azure redeploy of one node: wipe its resource disk, restart it
+
+Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (1),
+LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1).
+
+The Debian mirror is read from this machine's apt sources; none is written into the repository.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STATE = os.path.join(REPO, "lab", ".state")
+INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+IMAGE_REPO = "kubescale-lab-base"
+LABEL = "io.kubescale.lab"
+PREFIX = "kslab-"
+SUITE = "bookworm"
+SSH_BASE_PORT = int(os.environ.get("LAB_SSH_BASE_PORT", "22200"))
+DISK_SIZE = os.environ.get("LAB_DISK_SIZE", "2G")
+
+# Installed by debootstrap itself: enough to boot systemd and be reached by Ansible.
+BOOT_PACKAGES = [
+    "systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "python3-apt", "sudo",
+    "iproute2", "procps", "kmod", "udev", "ca-certificates",
+]
+# Installed in a second stage with apt (services masked from starting): what later roles need.
+ROLE_PACKAGES = [
+    "docker.io", "containerd", "etcd-server", "etcd-client", "fio", "zstd", "e2fsprogs",
+    "xfsprogs", "rsync", "ntfs-3g", "util-linux", "gdisk",
+]
+# Services the roles enable themselves: off in the base image so a node boots clean.
+DISABLED_UNITS = ["docker.service", "docker.socket", "containerd.service", "etcd.service"]
+# Units that cannot work in a container.
+MASKED_UNITS = [
+    "systemd-udevd.service", "systemd-udevd-control.socket", "systemd-udevd-kernel.socket",
+    "systemd-udev-trigger.service", "systemd-modules-load.service", "getty@tty1.service",
+    "console-getty.service", "systemd-firstboot.service",
+]
+
+# The Azure udev rules make /dev/disk/azure/resource point at the temp disk; in the lab the node
+# gets its emulated resource disk as /dev/sdb, and this unit recreates the link at every boot.
+AZURE_LINK_UNIT = """[Unit]
+Description=Lab: emulate Azure's /dev/disk/azure/resource udev link
+DefaultDependencies=no
+Before=local-fs-pre.target
+Wants=local-fs-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'if [ -b /dev/sdb ]; then mkdir -p /dev/disk/azure && ln -sfn ../../sdb /dev/disk/azure/resource; fi'
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
+class LabError(Exception):
+    pass
+
+
+def log(msg):
+    print("lab: " + msg, flush=True)
+
+
+def run(argv, check=True, capture=True, input_data=None):
+    proc = subprocess.run(argv, input=input_data, stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.PIPE if capture else None, text=True)
+    if check and proc.returncode != 0:
+        raise LabError("command failed (%d): %s\n%s" % (proc.returncode, " ".join(argv),
+                                                         (proc.stderr or "").strip()))
+    return proc
+
+
+def docker(*args, check=True):
+    return run(["docker"] + list(args), check=check)
+
+
+# --------------------------------------------------------------------------- mirror discovery
+
+def parse_apt_sources(sources_list_text, deb822_texts):
+    """Return the first Debian mirror URI that serves the bookworm suite (not security)."""
+    candidates = []
+    for line in sources_list_text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line.startswith("deb "):
+            continue
+        parts = re.sub(r"\[[^]]*\]", "", line).split()
+        if len(parts) >= 3:
+            candidates.append((parts[1], [parts[2]]))
+    for text in deb822_texts:
+        for stanza in re.split(r"\n\s*\n", text):
+            fields = {}
+            for line in stanza.splitlines():
+                if line.startswith("#") or ":" not in line or line[0].isspace():
+                    continue
+                key, value = line.split(":", 1)
+                fields[key.strip().lower()] = value.strip()
+            if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes") == "no":
+                continue
+            for uri in fields.get("uris", "").split():
+                candidates.append((uri, fields.get("suites", "").split()))
+    for uri, suites in candidates:
+        if SUITE in suites and "security" not in uri:
+            return uri.rstrip("/")
+    raise LabError("no Debian %s mirror found in this machine's apt sources" % SUITE)
+
+
+def machine_mirror():
+    sources = ""
+    if os.path.exists("/etc/apt/sources.list"):
+        with open("/etc/apt/sources.list") as f:
+            sources = f.read()
+    deb822 = []
+    d = "/etc/apt/sources.list.d"
+    if os.path.isdir(d):
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            with open(path) as f:
+                if name.endswith(".sources"):
+                    deb822.append(f.read())
+                elif name.endswith(".list"):
+                    sources += "\n" + f.read()
+    return parse_apt_sources(sources, deb822)
+
+
+# --------------------------------------------------------------------------- base image
+
+def image_tag():
+    """The cache key: everything that shapes the image, not the mirror it came from."""
+    h = hashlib.sha256()
+    for part in (SUITE, BOOT_PACKAGES, ROLE_PACKAGES, DISABLED_UNITS, MASKED_UNITS, AZURE_LINK_UNIT,
+                 "recipe-3"):
+        h.update(json.dumps(part).encode())
+    return "%s:%s" % (IMAGE_REPO, h.hexdigest()[:12])
+
+
+def image_exists(tag):
+    return docker("image", "inspect", tag, check=False).returncode == 0
+
+
+def build_image(force=False):
+    tag = image_tag()
+    if image_exists(tag) and not force:
+        log("base image %s is cached" % tag)
+        return tag
+    if shutil.which("debootstrap") is None:
+        raise LabError("debootstrap is not installed (make deps installs it)")
+    mirror = machine_mirror()
+    log("building %s with debootstrap from this machine's mirror (a few minutes)" % tag)
+    work = tempfile.mkdtemp(prefix="kslab-rootfs-", dir=os.environ.get("LAB_BUILD_DIR", "/var/tmp"))
+    root = os.path.join(work, "rootfs")
+    mounted = []
+    try:
+        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(BOOT_PACKAGES),
+             SUITE, root, mirror], capture=False)
+        with open(os.path.join(root, "etc/apt/sources.list"), "w") as f:
+            f.write("deb %s %s main\n" % (mirror, SUITE))
+        # No service may start inside the chroot.
+        policy = os.path.join(root, "usr/sbin/policy-rc.d")
+        with open(policy, "w") as f:
+            f.write("#!/bin/sh\nexit 101\n")
+        os.chmod(policy, 0o755)
+        for fs, target in (("proc", "proc"), ("sysfs", "sys")):
+            path = os.path.join(root, target)
+            run(["mount", "-t", fs, fs, path])
+            mounted.append(path)
+        env = "DEBIAN_FRONTEND=noninteractive"
+        run(["chroot", root, "env", env, "apt-get", "update"], capture=False)
+        run(["chroot", root, "env", env, "apt-get", "install", "-y", "--no-install-recommends"]
+            + ROLE_PACKAGES, capture=False)
+        run(["chroot", root, "apt-get", "clean"])
+        for path in reversed(mounted):
+            run(["umount", path])
+        mounted = []
+        os.remove(policy)
+        for unit in DISABLED_UNITS:
+            run(["chroot", root, "systemctl", "disable", unit], check=False)
+        for unit in MASKED_UNITS:
+            run(["chroot", root, "systemctl", "mask", unit], check=False)
+        with open(os.path.join(root, "etc/systemd/system/lab-azure-resource-link.service"), "w") as f:
+            f.write(AZURE_LINK_UNIT)
+        run(["chroot", root, "systemctl", "enable", "lab-azure-resource-link.service"])
+        with open(os.path.join(root, "etc/ssh/sshd_config.d/lab.conf"), "w") as f:
+            f.write("UseDNS no\nPermitRootLogin prohibit-password\nMaxStartups 200\nMaxSessions 50\n")
+        os.makedirs(os.path.join(root, "root/.ssh"), mode=0o700, exist_ok=True)
+        for path in ("etc/machine-id", "var/lib/dbus/machine-id"):
+            full = os.path.join(root, path)
+            if os.path.lexists(full):
+                os.remove(full)
+        open(os.path.join(root, "etc/machine-id"), "w").close()
+        shutil.rmtree(os.path.join(root, "var/lib/apt/lists"), ignore_errors=True)
+        os.makedirs(os.path.join(root, "var/lib/apt/lists/partial"), exist_ok=True)
+        tar = subprocess.Popen(["tar", "-C", root, "--numeric-owner", "-cf", "-", "."],
+                               stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "import", "--change", 'CMD ["/sbin/init"]',
+                              "--change", "LABEL %s=base" % LABEL, "-", tag],
+                             stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        tar.stdout.close()
+        if tar.wait() != 0 or imp.returncode != 0:
+            raise LabError("docker import failed: %s" % imp.stderr.strip())
+        log("built %s" % tag)
+        return tag
+    finally:
+        for path in reversed(mounted):
+            run(["umount", "-l", path], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- nodes
+
+CLASSES = [
+    # (group, short name, env var, default count, runs dockerd)
+    ("etcd", "etcd", "LAB_ETCD_NODES", 3, False),
+    ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 1, False),
+    ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True),
+    ("kube_node_cpu", "cpu", "LAB_CPU_NODES", 2, True),
+    ("kube_node_gpu", "gpu", "LAB_GPU_NODES", 1, True),
+]
+
+
+def wanted_nodes():
+    nodes = []
+    for group, short, env, default, dockerd in CLASSES:
+        raw = os.environ.get(env, str(default))
+        if not raw.isdigit():
+            raise LabError("%s must be a whole number, got %r" % (env, raw))
+        for i in range(1, int(raw) + 1):
+            nodes.append({"name": "%s-%d" % (short, i), "group": group, "dockerd": dockerd})
+    return nodes
+
+
+def existing_containers():
+    out = docker("ps", "-a", "--filter", "label=%s=node" % LABEL, "--format", "{{.Names}}").stdout
+    return [n for n in out.split() if n.startswith(PREFIX)]
+
+
+def inspect(container):
+    return json.loads(docker("inspect", container).stdout)[0]
+
+
+def ssh_key():
+    key = os.path.join(STATE, "id_ed25519")
+    if not os.path.exists(key):
+        os.makedirs(STATE, exist_ok=True)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kubescale-lab", "-f", key])
+    return key
+
+
+def disk_path(name):
+    return os.path.join(STATE, "disks", name + ".img")
+
+
+def loop_for(path):
+    """The loop device backing `path`, attaching one if there is none."""
+    out = run(["losetup", "-j", path]).stdout.strip()
+    if out:
+        return out.split(":", 1)[0]
+    return run(["losetup", "--find", "--show", path]).stdout.strip()
+
+
+def ensure_disk(name):
+    path = disk_path(name)
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        run(["truncate", "-s", DISK_SIZE, path])
+    return loop_for(path)
+
+
+def used_ports():
+    ports = set()
+    for c in existing_containers():
+        label = inspect(c)["Config"]["Labels"].get(LABEL + ".ssh-port")
+        if label:
+            ports.add(int(label))
+    return ports
+
+
+def start_node(node, tag, pubkey):
+    cname = PREFIX + node["name"]
+    loop = ensure_disk(node["name"])
+    ports = used_ports()
+    port = SSH_BASE_PORT
+    while port in ports:
+        port += 1
+    argv = ["run", "-d", "--name", cname, "--hostname", node["name"],
+            "--label", "%s=node" % LABEL, "--label", "%s.group=%s" % (LABEL, node["group"]),
+            "--label", "%s.ssh-port=%d" % (LABEL, port),
+            "--stop-signal", "SIGRTMIN+3",
+            "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cgroupns=host",
+            "--security-opt", "apparmor=unconfined",
+            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
+            "-v", "%s:/root/.ssh/authorized_keys:ro" % pubkey,
+            "-p", "127.0.0.1:%d:22" % port,
+            "--device", "%s:/dev/sdb" % loop]
+    if node["dockerd"]:
+        argv += ["-v", "%s-docker:/var/lib/docker" % cname]
+    argv += [tag]
+    docker(*argv)
+    return port
+
+
+def wait_ssh(nodes, key, timeout=120):
+    deadline = time.time() + timeout
+    pending = dict(nodes)
+    while pending and time.time() < deadline:
+        for name, port in list(pending.items()):
+            proc = run(["ssh", "-i", key, "-p", str(port), "-o", "BatchMode=yes",
+                        "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                        "-o", "ConnectTimeout=3", "-o", "LogLevel=ERROR", "root@127.0.0.1",
+                        "systemctl is-system-running --wait >/dev/null 2>&1; true"], check=False)
+            if proc.returncode == 0:
+                del pending[name]
+        if pending:
+            time.sleep(1)
+    if pending:
+        raise LabError("nodes not reachable over SSH after %ds: %s" % (timeout, ", ".join(pending)))
+
+
+def write_inventory():
+    groups = {g: {} for g, *_ in CLASSES}
+    for c in sorted(existing_containers()):
+        labels = inspect(c)["Config"]["Labels"]
+        groups[labels[LABEL + ".group"]][c[len(PREFIX):]] = {
+            "ansible_port": int(labels[LABEL + ".ssh-port"]),
+            "lab_container": c,
+        }
+    lines = ["# Written by `make lab` (lab/lab.py): the lab's nodes. Do not edit; group_vars hold settings.",
+             "all:", "  children:"]
+    for group, hosts in groups.items():
+        lines.append("    %s:" % group)
+        if not hosts:
+            lines.append("      hosts: {}")
+            continue
+        lines.append("      hosts:")
+        for name, hv in hosts.items():
+            lines.append("        %s:" % name)
+            lines.append("          ansible_port: %d" % hv["ansible_port"])
+            lines.append("          lab_container: %s" % hv["lab_container"])
+    lines += ["    kube_node:", "      children:", "        kube_node_cpu:", "        kube_node_gpu:"]
+    os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
+    tmp = INVENTORY + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, INVENTORY)
+    log("wrote %s" % os.path.relpath(INVENTORY, REPO))
+
+
+def cmd_up(_args):
+    tag = build_image()
+    key = ssh_key()
+    have = set(existing_containers())
+    started = {}
+    for node in wanted_nodes():
+        cname = PREFIX + node["name"]
+        if cname in have:
+            state = inspect(cname)
+            if state["Config"]["Image"] != tag:
+                log("%s runs an older base image; recreate it with `make lab-down lab`" % cname)
+            if not state["State"]["Running"]:
+                docker("start", cname)
+            started[node["name"]] = int(state["Config"]["Labels"][LABEL + ".ssh-port"])
+            continue
+        started[node["name"]] = start_node(node, tag, key + ".pub")
+        log("started %s (ssh 127.0.0.1:%d)" % (cname, started[node["name"]]))
+    wait_ssh(started, key)
+    write_inventory()
+    log("%d nodes up" % len(started))
+
+
+def cmd_down(_args):
+    for c in existing_containers():
+        docker("rm", "-f", "-v", c)
+        docker("volume", "rm", "-f", c + "-docker", check=False)
+        log("removed %s" % c)
+    disks = os.path.join(STATE, "disks")
+    if os.path.isdir(disks):
+        for name in os.listdir(disks):
+            path = os.path.join(disks, name)
+            for line in run(["losetup", "-j", path]).stdout.splitlines():
+                run(["losetup", "-d", line.split(":", 1)[0]], check=False)
+            os.remove(path)
+    if os.path.exists(INVENTORY):
+        os.remove(INVENTORY)
+
+
+def cmd_status(_args):
+    for c in sorted(existing_containers()):
+        st = inspect(c)
+        labels = st["Config"]["Labels"]
+        print("%-22s %-20s %-8s ssh 127.0.0.1:%s" % (c, labels[LABEL + ".group"], st["State"]["Status"],
+                                                    labels[LABEL + ".ssh-port"]))
+
+
+def cmd_image(args):
+    print(build_image(force=args.force))
+
+
+def wipe_disk(name, layout):
+    """Emulate what Azure hands back after a redeploy: a blank disk, or NTFS with the readme."""
+    path = disk_path(name)
+    loop = loop_for(path)
+    run(["wipefs", "-a", loop], check=False)
+    run(["dd", "if=/dev/zero", "of=" + loop, "bs=1M", "count=16", "conv=fsync", "status=none"])
+    if layout == "ntfs":
+        run(["mkntfs", "-F", "-Q", "-L", "Temporary Storage", loop])
+        mnt = tempfile.mkdtemp(prefix="kslab-ntfs-")
+        try:
+            run(["mount", "-t", "ntfs-3g", loop, mnt])
+            with open(os.path.join(mnt, "DATALOSS_WARNING_README.txt"), "w") as f:
+                f.write("WARNING: THIS IS A TEMPORARY DISK.\n")
+        finally:
+            run(["umount", mnt], check=False)
+            os.rmdir(mnt)
+
+
+def cmd_redeploy(args):
+    cname = PREFIX + args.node
+    if cname not in existing_containers():
+        raise LabError("no lab node %s" % args.node)
+    docker("stop", cname)
+    wipe_disk(args.node, args.disk)
+    docker("start", cname)
+    wait_ssh({args.node: int(inspect(cname)["Config"]["Labels"][LABEL + ".ssh-port"])}, ssh_key())
+    log("redeployed %s (resource disk came back %s)" % (args.node, args.disk))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("image")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=cmd_image)
+    sub.add_parser("up").set_defaults(func=cmd_up)
+    sub.add_parser("down").set_defaults(func=cmd_down)
+    sub.add_parser("status").set_defaults(func=cmd_status)
+    p = sub.add_parser("redeploy")
+    p.add_argument("node")
+    p.add_argument("--disk", choices=["blank", "ntfs"], default="ntfs")
+    p.set_defaults(func=cmd_redeploy)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except LabError as exc:
+        print("lab: error: %s" % exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,448 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private: the logic behind kubescale.tuning.sysctl_profile.
+
+Everything works on a `Host` rooted at a directory, so unit tests run it on a temp tree.
+`apply_profile` validates every input, plans, and only then changes anything.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import os
+import re
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import (
+    atomic_write,
+    read_text,
+    remove_file,
+)
+
+# systemd-sysctl's search path, highest priority first (sysctl.d(5)).
+SYSCTL_DIRS = (
+    "/etc/sysctl.d",
+    "/run/sysctl.d",
+    "/usr/local/lib/sysctl.d",
+    "/usr/lib/sysctl.d",
+    "/lib/sysctl.d",
+)
+INT32_MAX = 2 ** 31 - 1
+_COMPONENT = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
+KEY_RE = re.compile(r"^%s(\.%s)+$" % (_COMPONENT, _COMPONENT))
+FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\.conf$")
+INT_RE = re.compile(r"^-?[0-9]+$")
+SAFE_VALUE_RE = re.compile(r"^[\x20-\x7e\t]+$")
+RELATIONS = {
+    "<=": lambda a, b: a <= b,
+    "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+}
+
+
+def _neigh_keys(family):
+    return ["net.%s.neigh.default.gc_thresh%d" % (family, i) for i in (1, 2, 3)]
+
+
+# Keys whose type and range are known even where this namespace does not show them
+# (net.*.neigh.default.* exists only in the initial network namespace).
+CATALOGUE = {}
+for _fam in ("ipv4", "ipv6"):
+    for _k in _neigh_keys(_fam):
+        CATALOGUE[_k] = {"type": "int", "min": 0, "max": INT32_MAX}
+    for _k in ("gc_interval", "gc_stale_time"):
+        CATALOGUE["net.%s.neigh.default.%s" % (_fam, _k)] = {"type": "int", "min": 0, "max": INT32_MAX}
+
+# The kernel does not enforce gc_thresh1 <= gc_thresh2 <= gc_thresh3; a profile must.
+BUILTIN_RULES = [
+    {"name": "gc_thresh1 <= gc_thresh2 <= gc_thresh3 (%s)" % fam, "keys": _neigh_keys(fam), "relation": "<="}
+    for fam in ("ipv4", "ipv6")
+]
+
+
+class SysctlError(Exception):
+    """An input or host state that stops the run before (or instead of) any change."""
+
+
+# --------------------------------------------------------------------------- parsing and validation
+
+def normalize_key(raw):
+    """Dotted form of a sysctl key; slash form (net/ipv4/...) is accepted and converted."""
+    if not isinstance(raw, str) or not raw:
+        raise SysctlError("settings: key %r is not a non-empty string" % (raw,))
+    key = raw.strip()
+    if "/" in key:
+        if "." in key or key.startswith("/"):
+            raise SysctlError(
+                "settings: key %r mixes '/' and '.' or is a path; write it as dotted components "
+                "like net.ipv4.neigh.default.gc_thresh1 (letters, digits, '_' and '-')" % raw)
+        key = key.replace("/", ".")
+    if not KEY_RE.match(key):
+        raise SysctlError(
+            "settings: key %r is not a valid sysctl key; allowed: dotted components of letters, digits, "
+            "'_' and '-', like net.ipv4.neigh.default.gc_thresh1" % raw)
+    return key
+
+
+def normalize_value(key, value, spec, live_value):
+    """The value as written to /proc/sys and sysctl.d, after type and range checks."""
+    if isinstance(value, bool) or value is None or isinstance(value, (float, list, dict)):
+        raise SysctlError("settings: %s has value %r of type %s; allowed: an integer or a string"
+                          % (key, value, type(value).__name__))
+    text = str(value).strip()
+    if not text or not SAFE_VALUE_RE.match(text):
+        raise SysctlError("settings: %s has value %r; allowed: printable characters on one line, not empty"
+                          % (key, value))
+    wants_int = (spec is not None and spec["type"] == "int") or (
+        live_value is not None and INT_RE.match(live_value.strip()) is not None)
+    if wants_int:
+        if not INT_RE.match(text):
+            raise SysctlError("settings: %s must be an integer, got %r" % (key, value))
+        number = int(text)
+        low = spec["min"] if spec else -(2 ** 63)
+        high = spec["max"] if spec else 2 ** 64 - 1
+        if number < low or number > high:
+            raise SysctlError("settings: %s = %d is out of range; allowed: %d to %d" % (key, number, low, high))
+        text = str(number)
+    return " ".join(text.split())
+
+
+def validate_file(path):
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise SysctlError("file: %r must be an absolute path in one of %s" % (path, ", ".join(SYSCTL_DIRS)))
+    if os.path.normpath(path) != path or os.path.dirname(path) not in SYSCTL_DIRS:
+        raise SysctlError("file: %r must be directly inside one of %s" % (path, ", ".join(SYSCTL_DIRS)))
+    if not FILE_NAME_RE.match(os.path.basename(path)):
+        raise SysctlError("file: %r must be named like 90-kubescale-arp.conf (letters, digits, '_', '-', '.', "
+                          "ending in .conf)" % path)
+
+
+def validate_rules(rules):
+    out = []
+    for i, rule in enumerate(rules or []):
+        where = "rules[%d]" % i
+        if not isinstance(rule, dict):
+            raise SysctlError("%s: must be a dict with keys and relation" % where)
+        unknown = set(rule) - {"keys", "relation", "name"}
+        if unknown:
+            raise SysctlError("%s: unknown option(s) %s; allowed: keys, relation, name"
+                              % (where, ", ".join(sorted(unknown))))
+        keys = rule.get("keys")
+        if not isinstance(keys, list) or len(keys) < 2:
+            raise SysctlError("%s.keys: must list at least two sysctl keys" % where)
+        relation = rule.get("relation", "<=")
+        if relation not in RELATIONS:
+            raise SysctlError("%s.relation: %r is not one of %s" % (where, relation, ", ".join(RELATIONS)))
+        norm = [normalize_key(k) for k in keys]
+        out.append({"name": rule.get("name") or (" %s " % relation).join(norm), "keys": norm,
+                    "relation": relation})
+    return out
+
+
+def parse_conf(text):
+    """(key, value) assignments of a sysctl.d file, in order, keys normalized as systemd does."""
+    entries = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;" or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        key = key.strip().lstrip("-")
+        first_slash, first_dot = key.find("/"), key.find(".")
+        if first_slash != -1 and (first_dot == -1 or first_slash < first_dot):
+            key = key.replace("/", "\0").replace(".", "/").replace("\0", ".")
+        entries.append((key, " ".join(value.split())))
+    return entries
+
+
+def render_conf(values):
+    lines = ["# Managed by kubescale.tuning.sysctl_profile: changes here are overwritten."]
+    lines += ["%s = %s" % (k, values[k]) for k in sorted(values)]
+    return "\n".join(lines) + "\n"
+
+
+def _as_int(value):
+    if value is not None and INT_RE.match(str(value)):
+        return int(value)
+    return None
+
+
+def rule_violations(values, rules):
+    """[(rule, key_a, key_b)] for each adjacent pair that is known and breaks its rule."""
+    out = []
+    for rule in rules:
+        test = RELATIONS[rule["relation"]]
+        for a, b in zip(rule["keys"], rule["keys"][1:]):
+            va, vb = _as_int(values.get(a)), _as_int(values.get(b))
+            if va is not None and vb is not None and not test(va, vb):
+                out.append((rule, a, b))
+    return out
+
+
+def plan_order(current, targets, rules):
+    """An order for the live writes in which no step breaks a rule that held before it.
+
+    Raising thresholds goes 3 -> 2 -> 1, lowering 1 -> 2 -> 3; mixed moves are found greedily.
+    """
+    state = dict(current)
+    pending = sorted(targets)
+    order = []
+    budget = len(rule_violations(state, rules))
+    while pending:
+        for key in pending:
+            trial = dict(state)
+            trial[key] = targets[key]
+            if len(rule_violations(trial, rules)) <= budget:
+                break
+        else:
+            raise SysctlError("no order of live writes keeps every rule true for %s" % ", ".join(pending))
+        state[key] = targets[key]
+        budget = len(rule_violations(state, rules))
+        pending.remove(key)
+        order.append(key)
+    return order
+
+
+# --------------------------------------------------------------------------- the host
+
+class Host:
+    """The parts of a machine sysctl_profile reads and writes, below `root` ("/" for real)."""
+
+    def __init__(self, root="/"):
+        self.root = root
+
+    def path(self, absolute):
+        return os.path.join(self.root, absolute.lstrip("/"))
+
+    def proc_path(self, key):
+        return self.path("/proc/sys/" + key.replace(".", "/"))
+
+    def read_live(self, key):
+        try:
+            with open(self.proc_path(key)) as f:
+                return " ".join(f.read().split())
+        except (IOError, OSError):
+            return None
+
+    def live_status(self, key):
+        """'ok', or why the key cannot be set live here."""
+        path = self.proc_path(key)
+        if not os.path.exists(path):
+            return "absent from this network namespace" if key.startswith("net.") else "absent from /proc/sys"
+        if not os.access(path, os.W_OK):
+            return "/proc/sys is read-only here"
+        return "ok"
+
+    def write_live(self, key, value):
+        with open(self.proc_path(key), "w") as f:
+            f.write(value + "\n")
+
+    def read(self, absolute):
+        return read_text(self.path(absolute))
+
+    def config_files(self, overrides=None):
+        """Files systemd-sysctl reads, in the order it applies them: [(name, absolute path, text)].
+
+        `overrides` maps an absolute path to the text it will have (None: removed).
+        """
+        overrides = overrides or {}
+        chosen = {}
+        for directory in SYSCTL_DIRS:
+            names = set()
+            real_dir = self.path(directory)
+            if os.path.isdir(real_dir):
+                names.update(n for n in os.listdir(real_dir) if n.endswith(".conf"))
+            names.update(os.path.basename(p) for p, t in overrides.items()
+                         if os.path.dirname(p) == directory and t is not None)
+            for name in names:
+                absolute = os.path.join(directory, name)
+                if absolute in overrides and overrides[absolute] is None:
+                    continue
+                chosen.setdefault(name, absolute)  # same name higher up masks this one
+        out = []
+        for name in sorted(chosen):
+            absolute = chosen[name]
+            if absolute in overrides:
+                text = overrides[absolute]
+            else:
+                real = self.path(absolute)
+                if os.path.realpath(real) == "/dev/null":
+                    continue  # masked
+                try:
+                    text = read_text(real)
+                except (IOError, OSError):
+                    text = None
+            out.append((name, absolute, text or ""))
+        return out
+
+    def boot_values(self, overrides=None):
+        """key -> (value, winning file) as systemd-sysctl would leave them at boot."""
+        result = {}
+        for _name, absolute, text in self.config_files(overrides):
+            for key, value in parse_conf(text):
+                result[key] = (value, absolute)
+        return result
+
+
+def boot_lookup(boot, key):
+    """The boot value for `key`, honouring glob keys (net.ipv4.conf.*.rp_filter) as systemd does."""
+    if key in boot:
+        return boot[key]
+    hit = None
+    for pattern, entry in boot.items():
+        if "*" in pattern and fnmatch.fnmatchcase(key, pattern):
+            hit = entry
+    return hit
+
+
+# --------------------------------------------------------------------------- the whole run
+
+def apply_profile(host, settings, path, apply="auto", rules=None, state="present", check_mode=False):
+    """Validate, plan, then change. Returns (changed, result dict, diff list); raises SysctlError."""
+    if apply not in ("auto", "live", "persist"):
+        raise SysctlError("apply: %r is not one of auto, live, persist" % (apply,))
+    if state not in ("present", "absent"):
+        raise SysctlError("state: %r is not one of present, absent" % (state,))
+    if not isinstance(settings, dict) or not settings:
+        raise SysctlError("settings: must be a non-empty dict of sysctl key -> value")
+    validate_file(path)
+    all_rules = BUILTIN_RULES + validate_rules(rules)
+
+    keys = {}
+    for raw in settings:
+        key = normalize_key(raw)
+        if key in keys:
+            raise SysctlError("settings: %r and %r name the same key %s" % (keys[key], raw, key))
+        keys[key] = raw
+    rule_keys = set(k for r in all_rules for k in r["keys"])
+    live = dict((k, host.read_live(k)) for k in set(keys) | rule_keys)
+    status = dict((k, host.live_status(k)) for k in keys)
+
+    values = {}
+    for key, raw in keys.items():
+        spec = CATALOGUE.get(key)
+        if spec is None and status[key].startswith("absent"):
+            raise SysctlError("settings: unknown key %s: not in /proc/sys here and not one this module knows "
+                              "(%s)" % (key, ", ".join(sorted(CATALOGUE))))
+        if state == "present":
+            values[key] = normalize_value(key, settings[raw], spec, live.get(key))
+
+    old_text = host.read(path)
+    old_entries = dict(parse_conf(old_text)) if old_text is not None else {}
+    if state == "present":
+        new_map = dict(values)
+    else:
+        new_map = dict((k, v) for k, v in old_entries.items() if k not in keys)
+    new_text = render_conf(new_map) if new_map else None
+    if state == "absent" and old_text is not None and not any(k in old_entries for k in keys):
+        new_text = old_text  # nothing of ours to remove: leave the file as it is
+
+    boot_before = host.boot_values()
+    boot_after = host.boot_values({path: new_text})
+
+    if state == "present":
+        if not any(a == path for _n, a, _t in host.config_files({path: new_text})):
+            raise SysctlError("file: %s is masked by a file of the same name in a higher-priority directory "
+                              "(%s)" % (path, ", ".join(SYSCTL_DIRS)))
+        for key in sorted(values):
+            win = boot_lookup(boot_after, key)
+            if win and win[1] != path and win[0] != values[key]:
+                raise SysctlError(
+                    "settings: %s = %s would be overridden at boot by %s (sets %s, read after %s in "
+                    "systemd-sysctl order); remove it there or give file a name that sorts later"
+                    % (key, values[key], win[1], win[0], path))
+        effective = {}
+        for key in rule_keys:
+            if key in values:
+                effective[key] = values[key]
+            elif live.get(key) is not None:
+                effective[key] = live[key]
+            elif boot_lookup(boot_after, key):
+                effective[key] = boot_lookup(boot_after, key)[0]
+        broken = rule_violations(effective, all_rules)
+        if broken:
+            rule, a, b = broken[0]
+            raise SysctlError("settings: %s = %s breaks rule '%s': it must be %s %s = %s"
+                              % (a, effective[a], rule["name"], rule["relation"], b, effective[b]))
+
+    targets, skipped = {}, {}
+    for key in sorted(values):
+        if apply == "persist":
+            skipped[key] = "apply=persist"
+        elif status[key] != "ok":
+            if apply == "live":
+                raise SysctlError("settings: %s cannot be set live (apply=live): %s; use apply=auto or persist"
+                                  % (key, status[key]))
+            skipped[key] = status[key]
+        elif live[key] != values[key]:
+            targets[key] = values[key]
+    current = dict((k, v) for k, v in live.items() if v is not None)
+    order = plan_order(current, targets, all_rules)
+
+    file_changed = new_text != old_text
+    if not check_mode:
+        written = []
+        try:
+            for key in order:
+                host.write_live(key, targets[key])
+                written.append(key)
+                readback = host.read_live(key)
+                if readback != targets[key]:
+                    raise SysctlError("settings: %s was written as %s but reads back %s"
+                                      % (key, targets[key], readback))
+            if file_changed:
+                if new_text is None:
+                    remove_file(host.path(path))
+                else:
+                    directory = host.path(os.path.dirname(path))
+                    if not os.path.isdir(directory):
+                        os.makedirs(directory, 0o755)
+                    atomic_write(host.path(path), new_text)
+        except (SysctlError, IOError, OSError) as exc:
+            restored = []
+            for key in reversed(written):
+                try:
+                    host.write_live(key, live[key])
+                    restored.append(key)
+                except (IOError, OSError):
+                    pass
+            raise SysctlError("%s; rolled back live values of %s, %s left unchanged"
+                              % (exc, ", ".join(restored) or "nothing", path))
+
+    result_keys = {}
+    for key in sorted(keys):
+        before_boot = boot_lookup(boot_before, key)
+        after_boot = boot_lookup(boot_after, key)
+        after_live = targets.get(key, live.get(key))
+        result_keys[key] = {
+            "before": live.get(key),
+            "after": after_live,
+            "persisted": new_map.get(key),
+            "winning_file": after_boot[1] if after_boot else None,
+            "drift": (live[key] != before_boot[0]) if (live.get(key) is not None and before_boot) else None,
+            "live_applied": key in targets,
+            "live_skipped": skipped.get(key),
+        }
+    changed = bool(order) or file_changed
+    diff = [{
+        "before_header": path, "after_header": path,
+        "before": old_text or "", "after": new_text or "",
+    }]
+    if order:
+        diff.append({
+            "before_header": "live (/proc/sys)", "after_header": "live (/proc/sys)",
+            "before": "".join("%s = %s\n" % (k, live[k]) for k in order),
+            "after": "".join("%s = %s\n" % (k, targets[k]) for k in order),
+        })
+    result = {
+        "keys": result_keys,
+        "file": path,
+        "file_changed": file_changed,
+        "live_order": order,
+        "persist_only": sorted(skipped),
+    }
+    return changed, result, diff
