@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The kubescale.tuning lab: a small fleet of real systemd nodes on one Debian 12 machine.
 
 Standard library plus the docker CLI.  Commands:
@@ -83,10 +82,10 @@ def log(msg):
 
 def run(argv, check=True, capture=True, input_data=None):
     proc = subprocess.run(argv, input=input_data, stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.PIPE if capture else None, text=True)
+                          stderr=subprocess.PIPE if capture else None, text=True, check=False)
     if check and proc.returncode != 0:
-        raise LabError("command failed (%d): %s\n%s" % (proc.returncode, " ".join(argv),
-                                                         (proc.stderr or "").strip()))
+        raise LabError("command failed (%d): %s\n%s"
+                       % (proc.returncode, " ".join(argv), (proc.stderr or "").strip()))
     return proc
 
 
@@ -213,7 +212,8 @@ def build_image(force=False):
                                stdout=subprocess.PIPE)
         imp = subprocess.run(["docker", "import", "--change", 'CMD ["/sbin/init"]',
                               "--change", "LABEL %s=base" % LABEL, "-", tag],
-                             stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             check=False)
         tar.stdout.close()
         if tar.wait() != 0 or imp.returncode != 0:
             raise LabError("docker import failed: %s" % imp.stderr.strip())
@@ -294,6 +294,11 @@ def used_ports():
     return ports
 
 
+def key_id(pubkey):
+    with open(pubkey, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
 def start_node(node, tag, pubkey):
     cname = PREFIX + node["name"]
     loop = ensure_disk(node["name"])
@@ -304,6 +309,7 @@ def start_node(node, tag, pubkey):
     argv = ["run", "-d", "--name", cname, "--hostname", node["name"],
             "--label", "%s=node" % LABEL, "--label", "%s.group=%s" % (LABEL, node["group"]),
             "--label", "%s.ssh-port=%d" % (LABEL, port),
+            "--label", "%s.key=%s" % (LABEL, key_id(pubkey)), "--label", "%s.disk=%s" % (LABEL, disk_path(node["name"])),
             "--stop-signal", "SIGRTMIN+3",
             "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cgroupns=host",
             "--security-opt", "apparmor=unconfined",
@@ -336,7 +342,7 @@ def wait_ssh(nodes, key, timeout=120):
 
 
 def write_inventory():
-    groups = {g: {} for g, *_ in CLASSES}
+    groups = {c[0]: {} for c in CLASSES}
     for c in sorted(existing_containers()):
         labels = inspect(c)["Config"]["Labels"]
         groups[labels[LABEL + ".group"]][c[len(PREFIX):]] = {
@@ -373,6 +379,18 @@ def cmd_up(_args):
         cname = PREFIX + node["name"]
         if cname in have:
             state = inspect(cname)
+            labels = state["Config"]["Labels"]
+            devices = state["HostConfig"]["Devices"] or [{}]
+            stale = (labels.get(LABEL + ".key") != key_id(key + ".pub")
+                     or labels.get(LABEL + ".disk") != disk_path(node["name"])
+                     or not os.path.exists(disk_path(node["name"]))
+                     or devices[0].get("PathOnHost") != loop_for(disk_path(node["name"])))
+            if stale:
+                # made by another checkout, or its loop device is gone (machine restarted): recreate
+                log("recreating %s (another checkout's key or a stale resource disk)" % cname)
+                remove_node(cname)
+                started[node["name"]] = start_node(node, tag, key + ".pub")
+                continue
             if state["Config"]["Image"] != tag:
                 log("%s runs an older base image; recreate it with `make lab-down lab`" % cname)
             if not state["State"]["Running"]:
@@ -386,10 +404,14 @@ def cmd_up(_args):
     log("%d nodes up" % len(started))
 
 
+def remove_node(cname):
+    docker("rm", "-f", "-v", cname)
+    docker("volume", "rm", "-f", cname + "-docker", check=False)
+
+
 def cmd_down(_args):
     for c in existing_containers():
-        docker("rm", "-f", "-v", c)
-        docker("volume", "rm", "-f", c + "-docker", check=False)
+        remove_node(c)
         log("removed %s" % c)
     disks = os.path.join(STATE, "disks")
     if os.path.isdir(disks):
@@ -406,8 +428,8 @@ def cmd_status(_args):
     for c in sorted(existing_containers()):
         st = inspect(c)
         labels = st["Config"]["Labels"]
-        print("%-22s %-20s %-8s ssh 127.0.0.1:%s" % (c, labels[LABEL + ".group"], st["State"]["Status"],
-                                                    labels[LABEL + ".ssh-port"]))
+        print("%-22s %-20s %-8s ssh 127.0.0.1:%s"
+              % (c, labels[LABEL + ".group"], st["State"]["Status"], labels[LABEL + ".ssh-port"]))
 
 
 def cmd_image(args):

@@ -15,13 +15,13 @@ short_description: Report neighbour (ARP/NDP) table pressure for an audit
 version_added: "0.1.0"
 description:
   - Reads the neighbour table statistics of this network namespace (C(/proc/net/stat/arp_cache),
-    C(/proc/net/stat/ndisc_cache)): current entries and C(table_fulls), the kernel's count of
-    "neighbor table overflow!" events, and compares the entries with C(gc_thresh3).
+    C(/proc/net/stat/ndisc_cache)) - current entries and C(table_fulls), the kernel's count of
+    C(neighbor table overflow!) events - and compares the entries with C(gc_thresh3).
   - Counts "neighbor table overflow" lines in the kernel log when it is readable (it is not in most
     containers), and says where the count came from.
   - Returns the report as the fact C(kubescale_neigh). Changes nothing.
 author:
-  - kubescale.tuning contributors
+  - kubescale.tuning contributors (@kubescale)
 options:
   gc_thresh3:
     description:
@@ -31,11 +31,15 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reads only; runs the same in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: linux
 """
 

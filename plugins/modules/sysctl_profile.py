@@ -28,7 +28,7 @@ description:
     namespace; with O(apply=auto) they are persisted only where this namespace lacks them or
     C(/proc/sys) is read-only (containers, image bakes), and the result says so per key.
 author:
-  - kubescale.tuning contributors
+  - kubescale.tuning contributors (@kubescale)
 options:
   settings:
     description:
@@ -40,7 +40,7 @@ options:
     description:
       - The profile file, directly inside one of C(/etc/sysctl.d), C(/run/sysctl.d),
         C(/usr/local/lib/sysctl.d), C(/usr/lib/sysctl.d), C(/lib/sysctl.d), named C(*.conf).
-      - The module owns this file: it holds exactly the profile's keys.
+      - The module owns this file, which holds exactly the profile's keys.
     type: path
     required: true
   apply:
@@ -82,13 +82,17 @@ options:
     default: present
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Predicts the real run exactly, live order included.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the file and, separately, the live values that change.
   platform:
-    platforms: posix
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: linux
 notes:
   - Uses the standard library only; no C(sysctl) command is run.
 seealso:

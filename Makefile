@@ -1,0 +1,63 @@
+# kubescale.tuning — two commands do all set-up on a fresh Debian 12 machine (root):
+#   make site   build the lab and converge it with playbooks/site.yml (twice: the second run must change nothing)
+#   make test   every check: lint, sanity, unit, molecule, lab
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV := $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export PY_COLORS := 0
+export ANSIBLE_FORCE_COLOR := 0
+PYTHON := $(VENV)/bin/python
+LAB := /usr/bin/python3 lab/lab.py
+
+.PHONY: deps image lab lab-down lab-status site test lint sanity unit molecule lab-test bench
+
+deps:
+	bash scripts/deps.sh
+
+image: deps
+	$(LAB) image
+
+lab: deps
+	$(LAB) up
+
+lab-down:
+	$(LAB) down
+
+lab-status:
+	$(LAB) status
+
+site: lab
+	bash tests/integration/site_twice.sh
+
+lint: deps
+	yamllint -s .
+	ruff check .
+	ansible-lint
+
+sanity: deps
+	bash tests/sanity/run.sh
+
+unit: deps
+	pytest -q tests/unit
+
+molecule: image
+	KUBESCALE_LAB_IMAGE=$$($(LAB) image) molecule test --all
+
+lab-test: lab
+	bash tests/integration/site_twice.sh
+	pytest -q tests/integration
+
+test: deps
+	$(MAKE) lint
+	$(MAKE) unit
+	$(MAKE) sanity
+	$(MAKE) molecule
+	$(MAKE) lab-test
+	@echo "make test: all checks passed"
+
+bench: deps
+	LAB_CPU_NODES=$${LAB_CPU_NODES:-20} $(LAB) up
+	$(PYTHON) bench/sysctl_one_call.py
