@@ -77,7 +77,7 @@ class LabError(Exception):
 
 
 def log(msg):
-    print("lab: " + msg, flush=True)
+    print("lab: " + msg, file=sys.stderr, flush=True)
 
 
 def run(argv, check=True, capture=True, input_data=None):

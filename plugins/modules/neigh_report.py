@@ -14,9 +14,11 @@ module: neigh_report
 short_description: Report neighbour (ARP/NDP) table pressure for an audit
 version_added: "0.1.0"
 description:
-  - Reads the neighbour table statistics of this network namespace (C(/proc/net/stat/arp_cache),
-    C(/proc/net/stat/ndisc_cache)) - current entries and C(table_fulls), the kernel's count of
-    C(neighbor table overflow!) events - and compares the entries with C(gc_thresh3).
+  - Reads the neighbour table statistics (C(/proc/net/stat/arp_cache), C(/proc/net/stat/ndisc_cache))
+    - current entries and C(table_fulls), the kernel's count of C(neighbor table overflow!) events -
+    and compares the entries with C(gc_thresh3).
+  - Those files exist only in the initial network namespace; elsewhere (containers) the entries are
+    counted with C(ip -j neigh show) and C(table_fulls) is null.
   - Counts "neighbor table overflow" lines in the kernel log when it is readable (it is not in most
     containers), and says where the count came from.
   - Returns the report as the fact C(kubescale_neigh). Changes nothing.
@@ -61,12 +63,15 @@ ansible_facts:
       description: Per family (C(ipv4), C(ipv6)) entries, gc_thresh3, usage ratio, table_fulls; kernel log counts.
       type: dict
       sample:
-        ipv4: {entries: 3, gc_thresh3: 100000, gc_thresh3_source: live, usage: 0.00003, table_fulls: 0}
-        ipv6: {entries: 1, gc_thresh3: 100000, gc_thresh3_source: configured, usage: 0.00001, table_fulls: 0}
+        ipv4: {entries: 3, entries_source: /proc/net/stat/arp_cache, gc_thresh3: 100000, gc_thresh3_source: live,
+               usage: 0.00003, table_fulls: 0}
+        ipv6: {entries: 1, entries_source: ip neigh, gc_thresh3: 100000, gc_thresh3_source: configured,
+               usage: 0.00001, table_fulls: null}
         kernel_log_overflow_messages: 0
         kernel_log_source: dmesg
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -94,10 +99,16 @@ def main():
                            supports_check_mode=True)
     report = {}
     for family, path in STAT_FILES.items():
-        if not os.path.exists(path):
-            report[family] = None
-            continue
-        stat = read_neigh_stat(path)
+        if os.path.exists(path):
+            stat = read_neigh_stat(path)
+            stat["entries_source"] = path
+        else:
+            # /proc/net/stat/*_cache exists only in the initial network namespace: count this
+            # namespace's entries with iproute2 instead (table_fulls is then unknown).
+            rc, out, err = module.run_command(["ip", "-j", "-%s" % family[-1], "neigh", "show"])
+            if rc != 0:
+                module.fail_json(msg="cannot read the %s neighbour table: %s" % (family, err.strip()))
+            stat = {"entries": len(json.loads(out or "[]")), "table_fulls": None, "entries_source": "ip neigh"}
         live_path = "/proc/sys/net/%s/neigh/default/gc_thresh3" % family
         thresh, source = None, None
         if os.path.exists(live_path):
@@ -105,10 +116,9 @@ def main():
                 thresh, source = int(f.read().strip()), "live"
         elif module.params["gc_thresh3"].get(family) is not None:
             thresh, source = int(module.params["gc_thresh3"][family]), "configured"
-        if stat is not None:
-            stat["gc_thresh3"] = thresh
-            stat["gc_thresh3_source"] = source
-            stat["usage"] = round(float(stat["entries"]) / thresh, 6) if thresh else None
+        stat["gc_thresh3"] = thresh
+        stat["gc_thresh3_source"] = source
+        stat["usage"] = round(float(stat["entries"]) / thresh, 6) if thresh else None
         report[family] = stat
 
     count, source = None, None
