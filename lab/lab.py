@@ -349,7 +349,7 @@ def write_inventory():
             "ansible_port": int(labels[LABEL + ".ssh-port"]),
             "lab_container": c,
         }
-    lines = ["# Written by `make lab` (lab/lab.py): the lab's nodes. Do not edit; group_vars hold settings.",
+    lines = ["---", "# Written by `make lab` (lab/lab.py): the lab's nodes. Do not edit; group_vars hold settings.",
              "all:", "  children:"]
     for group, hosts in groups.items():
         lines.append("    %s:" % group)

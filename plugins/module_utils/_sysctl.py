@@ -403,15 +403,16 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
                         os.makedirs(directory, 0o755)
                     atomic_write(host.path(path), new_text)
         except (SysctlError, IOError, OSError) as exc:
-            restored = []
-            for key in reversed(written):
+            restored, stuck = [], []
+            for key in reversed(written):  # reverse order keeps the rules true on the way back
                 try:
                     host.write_live(key, live[key])
                     restored.append(key)
                 except (IOError, OSError):
-                    pass
-            raise SysctlError("%s; rolled back live values of %s, %s left unchanged"
-                              % (exc, ", ".join(restored) or "nothing", path))
+                    stuck.append(key)
+            raise SysctlError("%s; rolled back live values of %s%s; %s left unchanged"
+                              % (exc, ", ".join(restored) or "nothing",
+                                 " (could NOT restore %s)" % ", ".join(stuck) if stuck else "", path)) from exc
 
     result_keys = {}
     for key in sorted(keys):

@@ -188,6 +188,7 @@ persist_only:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.kubescale.tuning.plugins.module_utils._sysctl import (
     Host,
     SysctlError,
