@@ -370,8 +370,22 @@ def write_inventory():
     log("wrote %s" % os.path.relpath(INVENTORY, REPO))
 
 
+def ensure_host_limits(count):
+    """Each node's systemd takes inotify instances from the host's per-user budget (128 by default):
+    past ~16 nodes new ones exit at once with status 255. Raise the budget to fit the fleet."""
+    path = "/proc/sys/fs/inotify/max_user_instances"
+    want = max(1024, 64 * count)
+    with open(path) as f:
+        have = int(f.read())
+    if have < want:
+        with open(path, "w") as f:
+            f.write("%d\n" % want)
+        log("raised fs.inotify.max_user_instances %d -> %d for %d nodes" % (have, want, count))
+
+
 def cmd_up(_args):
     tag = build_image()
+    ensure_host_limits(len(wanted_nodes()) + len(existing_containers()))
     key = ssh_key()
     have = set(existing_containers())
     started = {}
@@ -388,7 +402,7 @@ def cmd_up(_args):
             if stale:
                 # made by another checkout, or its loop device is gone (machine restarted): recreate
                 log("recreating %s (another checkout's key or a stale resource disk)" % cname)
-                remove_node(cname)
+                remove_node(cname, keep_disk=labels.get(LABEL + ".disk") == disk_path(node["name"]))
                 started[node["name"]] = start_node(node, tag, key + ".pub")
                 continue
             if state["Config"]["Image"] != tag:
@@ -399,27 +413,31 @@ def cmd_up(_args):
             continue
         started[node["name"]] = start_node(node, tag, key + ".pub")
         log("started %s (ssh 127.0.0.1:%d)" % (cname, started[node["name"]]))
+    wanted = set(PREFIX + n["name"] for n in wanted_nodes())
+    for cname in sorted(have - wanted):
+        remove_node(cname)
+        log("removed %s (beyond the wanted node counts)" % cname)
     wait_ssh(started, key)
     write_inventory()
     log("%d nodes up" % len(started))
 
 
-def remove_node(cname):
+def remove_node(cname, keep_disk=False):
+    """Remove a node container, its docker volume and (unless kept) its resource disk and loop device."""
+    labels = inspect(cname)["Config"]["Labels"]
+    path = labels.get(LABEL + ".disk") or disk_path(cname[len(PREFIX):])  # another checkout's, maybe
     docker("rm", "-f", "-v", cname)
     docker("volume", "rm", "-f", cname + "-docker", check=False)
+    if not keep_disk and os.path.exists(path):
+        for line in run(["losetup", "-j", path]).stdout.splitlines():
+            run(["losetup", "-d", line.split(":", 1)[0]], check=False)
+        os.remove(path)
 
 
 def cmd_down(_args):
     for c in existing_containers():
         remove_node(c)
         log("removed %s" % c)
-    disks = os.path.join(STATE, "disks")
-    if os.path.isdir(disks):
-        for name in os.listdir(disks):
-            path = os.path.join(disks, name)
-            for line in run(["losetup", "-j", path]).stdout.splitlines():
-                run(["losetup", "-d", line.split(":", 1)[0]], check=False)
-            os.remove(path)
     if os.path.exists(INVENTORY):
         os.remove(INVENTORY)
 

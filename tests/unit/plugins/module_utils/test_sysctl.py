@@ -79,17 +79,17 @@ def snapshot(root):
 def test_raising_applies_thresh3_then_2_then_1(tmp_path):
     root = make_root(tmp_path, v6=False)
     host = RecordingHost(root)
-    changed, res, _ = S.apply_profile(host, TARGET, OURS)
+    changed, res = S.apply_profile(host, TARGET, OURS)[:2]
     assert changed
     assert res["live_order"] == [V4[2], V4[1], V4[0]]
-    assert [k for k, _ in host.writes] == [V4[2], V4[1], V4[0]]
+    assert [write[0] for write in host.writes] == [V4[2], V4[1], V4[0]]
     assert [live(root, k) for k in V4] == ["80000", "90000", "100000"]
 
 
 def test_lowering_applies_thresh1_then_2_then_3(tmp_path):
     root = make_root(tmp_path, live=(80000, 90000, 100000), v6=False)
     host = RecordingHost(root)
-    _, res, _ = S.apply_profile(host, {V4[0]: 128, V4[1]: 512, V4[2]: 1024}, OURS)
+    res = S.apply_profile(host, {V4[0]: 128, V4[1]: 512, V4[2]: 1024}, OURS)[1]
     assert res["live_order"] == [V4[0], V4[1], V4[2]]
 
 
@@ -155,7 +155,7 @@ def test_check_mode_predicts_the_real_run(tmp_path):
 
 def test_diff_shows_file_and_live(tmp_path):
     root = make_root(tmp_path, v6=False)
-    _, _, diff = S.apply_profile(S.Host(root), TARGET, OURS, check_mode=True)
+    diff = S.apply_profile(S.Host(root), TARGET, OURS, check_mode=True)[2]
     assert diff[0]["before"] == "" and "gc_thresh3 = 100000" in diff[0]["after"]
     assert diff[1]["before"].startswith(V4[2] + " = 1024")
 
@@ -163,7 +163,7 @@ def test_diff_shows_file_and_live(tmp_path):
 def test_auto_persists_only_where_keys_are_absent(tmp_path):
     root = str(tmp_path)
     os.makedirs(os.path.join(root, "etc/sysctl.d"))
-    changed, res, _ = S.apply_profile(S.Host(root), TARGET, OURS)
+    changed, res = S.apply_profile(S.Host(root), TARGET, OURS)[:2]
     assert changed and res["persist_only"] == sorted(V4)
     assert res["keys"][V4[0]]["live_skipped"] == "absent from this network namespace"
     assert res["keys"][V4[0]]["persisted"] == "80000"
@@ -174,7 +174,7 @@ def test_auto_persists_only_where_keys_are_absent(tmp_path):
 def test_readonly_proc_sys_persists_only(tmp_path):
     root = make_root(tmp_path, v6=False)
     host = RecordingHost(root, readonly=V4)
-    _, res, _ = S.apply_profile(host, TARGET, OURS)
+    res = S.apply_profile(host, TARGET, OURS)[1]
     assert host.writes == [] and res["persist_only"] == sorted(V4)
     assert res["keys"][V4[2]]["live_skipped"] == "/proc/sys is read-only here"
 
@@ -189,7 +189,7 @@ def test_persist_policy_never_writes_live(tmp_path):
 def test_state_absent_removes_keys_then_file(tmp_path):
     root = make_root(tmp_path, v6=False)
     S.apply_profile(S.Host(root), TARGET, OURS)
-    changed, res, _ = S.apply_profile(S.Host(root), {V4[0]: 0}, OURS, state="absent")
+    changed, res = S.apply_profile(S.Host(root), {V4[0]: 0}, OURS, state="absent")[:2]
     assert changed and res["keys"][V4[0]]["persisted"] is None
     assert V4[0] not in S.Host(root).read(OURS)
     S.apply_profile(S.Host(root), {V4[1]: 0, V4[2]: 0}, OURS, state="absent")
@@ -202,7 +202,7 @@ def test_state_absent_removes_keys_then_file(tmp_path):
 def test_earlier_file_does_not_override(tmp_path):
     root = make_root(tmp_path, v6=False)
     write(root, "/usr/lib/sysctl.d/50-default.conf", "%s = 1024\n" % V4[2])
-    _, res, _ = S.apply_profile(S.Host(root), TARGET, OURS)
+    res = S.apply_profile(S.Host(root), TARGET, OURS)[1]
     assert res["keys"][V4[2]]["winning_file"] == OURS
 
 
@@ -221,7 +221,7 @@ def test_later_file_with_other_value_fails_before_any_change(tmp_path):
 def test_later_file_with_same_value_is_reported_not_fatal(tmp_path):
     root = make_root(tmp_path, v6=False)
     write(root, "/etc/sysctl.d/99-zz.conf", "-%s = 100000\n" % V4[2])
-    _, res, _ = S.apply_profile(S.Host(root), TARGET, OURS)
+    res = S.apply_profile(S.Host(root), TARGET, OURS)[1]
     assert res["keys"][V4[2]]["winning_file"] == "/etc/sysctl.d/99-zz.conf"
 
 
@@ -229,7 +229,7 @@ def test_same_name_in_etc_masks_lower_dirs(tmp_path):
     root = make_root(tmp_path, v6=False)
     write(root, "/usr/lib/sysctl.d/99-vendor.conf", "%s = 5000\n" % V4[2])
     write(root, "/etc/sysctl.d/99-vendor.conf", "# masked by the admin\n")
-    _, res, _ = S.apply_profile(S.Host(root), TARGET, OURS)
+    res = S.apply_profile(S.Host(root), TARGET, OURS)[1]
     assert res["keys"][V4[2]]["winning_file"] == OURS
 
 
@@ -252,7 +252,7 @@ def test_explicit_key_beats_glob_and_glob_reports_otherwise(tmp_path):
     # systemd-sysctl: an explicit assignment takes precedence over a glob, whatever the file order
     root = make_root(tmp_path, v6=False)
     write(root, "/etc/sysctl.d/95-glob.conf", "net.ipv4.neigh.*.gc_thresh3 = 300\n")
-    _, res, _ = S.apply_profile(S.Host(root), TARGET, OURS)
+    res = S.apply_profile(S.Host(root), TARGET, OURS)[1]
     assert res["keys"][V4[2]]["winning_file"] == OURS
     assert S.boot_lookup(S.Host(root).boot_values(), "net.ipv4.neigh.eth0.gc_thresh3")[1] == "/etc/sysctl.d/95-glob.conf"
 
