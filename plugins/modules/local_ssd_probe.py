@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: local_ssd_probe
+short_description: Find the Azure local instance SSD and decide what preparing it takes
+version_added: "0.1.0"
+description:
+  - Finds the local SSD - O(device) when set; else C(/dev/disk/azure/resource) (its first partition when it
+    has one); else Azure NVMe temp disks (model C(Microsoft NVMe Direct Disk)) - and fails listing what it
+    looked at when there is none.
+  - Refuses the OS disk and any disk holding a filesystem mounted somewhere other than O(mount) or the
+    Azure agent's C(/mnt) and C(/mnt/resource).
+  - Decides, the way cloud-init does for Azure, whether formatting is safe - the device is blank, NTFS holding
+    nothing but C(DATALOSS_WARNING_README.txt), or already carries our label - and fails naming the device
+    and what it found otherwise, unless O(force_format=true).
+  - Changes nothing. Returns the fact C(kubescale_local_ssd) with the C(action) converge must take.
+  - The boot unit installed by the C(kubescale.tuning.local_ssd) role runs the same code at every boot.
+author:
+  - kubescale.tuning contributors (@kubescale)
+options:
+  device:
+    description: The device to use; empty to discover it.
+    type: str
+    default: ""
+  fstype:
+    description: The filesystem the SSD gets.
+    type: str
+    choices: [ext4, xfs]
+    default: ext4
+  label:
+    description: The filesystem label that marks the SSD as ours (ext4 up to 16, xfs up to 12 characters).
+    type: str
+    default: kubescale-ssd
+  mount:
+    description: Where the SSD is mounted.
+    type: path
+    default: /mnt/local-ssd
+  force_format:
+    description: Format even a disk holding foreign data. Destroys that data.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Reads only.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: linux
+requirements:
+  - blkid (util-linux), ntfsls (ntfs-3g) on the node
+"""
+
+EXAMPLES = r"""
+- name: Find the local SSD and what it holds
+  kubescale.tuning.local_ssd_probe:
+    fstype: xfs
+    mount: /mnt/local-ssd
+
+- name: Show the decision
+  ansible.builtin.debug:
+    msg: "{{ kubescale_local_ssd.device }}: {{ kubescale_local_ssd.verdict }} -> {{ kubescale_local_ssd.action }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The probe's findings.
+  returned: always
+  type: dict
+  contains:
+    kubescale_local_ssd:
+      description: Device, what it holds, where it is mounted, and what converge must do.
+      type: dict
+      sample:
+        device: /dev/sdb
+        looked_at: [/dev/disk/azure/resource-part1, /dev/disk/azure/resource, "partitions of /dev/sdb: none"]
+        verdict: ntfs-readme-only
+        detail: NTFS holding only DATALOSS_WARNING_README.txt
+        found: ntfs
+        found_label: Temporary Storage
+        mounted_at: []
+        mount: /mnt/local-ssd
+        action: format
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import (
+    AGENT_MOUNTS,
+    Disks,
+    SsdError,
+    check_not_in_use,
+    choose_device,
+    validate_config,
+    verdict,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            device=dict(type="str", default=""),
+            fstype=dict(type="str", default="ext4", choices=["ext4", "xfs"]),
+            label=dict(type="str", default="kubescale-ssd"),
+            mount=dict(type="path", default="/mnt/local-ssd"),
+            force_format=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+
+    def runner(argv):
+        return module.run_command(argv)
+
+    disks = Disks("/", runner)
+    try:
+        validate_config({"fstype": p["fstype"], "label": p["label"], "mount": p["mount"]})
+        dev, looked = choose_device(disks, p["device"] or None)
+        check_not_in_use(disks, dev, p["mount"])
+        mounted = disks.mounted_at(dev)
+        facts = {"device": dev, "looked_at": looked, "mounted_at": mounted}
+        if p["mount"] in mounted:
+            facts.update(verdict="ours", detail="mounted at %s" % p["mount"], mount=p["mount"], action="none",
+                         found=None, found_label=None)
+            # still report what the filesystem is, for the fstype/label checks of the role
+            facts.update(dict((k, v) for k, v in verdict(disks, dev, p["label"], p["fstype"]).items()
+                              if k in ("found", "found_label")))
+        elif mounted:
+            agent = [m for m in mounted if m in AGENT_MOUNTS][0]
+            facts.update(verdict="agent-mounted", detail="mounted by the Azure agent at %s: reused" % agent,
+                         mount=agent, action="none", found=None, found_label=None)
+        else:
+            facts.update(verdict(disks, dev, p["label"], p["fstype"]))
+            facts["mount"] = p["mount"]
+            if facts["verdict"] == "foreign" and not p["force_format"]:
+                module.fail_json(msg="local_ssd_device: %s holds %s; formatting it would destroy that data. Set "
+                                     "local_ssd_force_format=true if it is disposable, or local_ssd_device to "
+                                     "another disk" % (dev, facts["detail"]), kubescale_local_ssd=facts)
+            facts["action"] = "mount" if facts["verdict"] == "ours" else "format"
+            if facts["verdict"] == "foreign":
+                module.warn("local_ssd_force_format: formatting %s, which holds %s" % (dev, facts["detail"]))
+    except SsdError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, ansible_facts={"kubescale_local_ssd": facts})
+
+
+if __name__ == "__main__":
+    main()
