@@ -44,7 +44,7 @@ unit: deps
 	pytest -q tests/unit
 
 molecule: image
-	KUBESCALE_LAB_IMAGE=$$($(LAB) image) molecule test --all
+	bash scripts/molecule.sh
 
 lab-test: lab
 	bash tests/integration/site_twice.sh

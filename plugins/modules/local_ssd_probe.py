@@ -39,7 +39,7 @@ options:
   label:
     description: The filesystem label that marks the SSD as ours (ext4 up to 16, xfs up to 12 characters).
     type: str
-    default: kubescale-ssd
+    default: kubescale
   mount:
     description: Where the SSD is mounted.
     type: path
@@ -114,7 +114,7 @@ def main():
         argument_spec=dict(
             device=dict(type="str", default=""),
             fstype=dict(type="str", default="ext4", choices=["ext4", "xfs"]),
-            label=dict(type="str", default="kubescale-ssd"),
+            label=dict(type="str", default="kubescale"),
             mount=dict(type="path", default="/mnt/local-ssd"),
             force_format=dict(type="bool", default=False),
         ),
@@ -133,11 +133,18 @@ def main():
         mounted = disks.mounted_at(dev)
         facts = {"device": dev, "looked_at": looked, "mounted_at": mounted}
         if p["mount"] in mounted:
-            facts.update(verdict="ours", detail="mounted at %s" % p["mount"], mount=p["mount"], action="none",
-                         found=None, found_label=None)
-            # still report what the filesystem is, for the fstype/label checks of the role
-            facts.update(dict((k, v) for k, v in verdict(disks, dev, p["label"], p["fstype"]).items()
-                              if k in ("found", "found_label")))
+            facts.update(verdict(disks, dev, p["label"], p["fstype"]))
+            facts["mount"] = p["mount"]
+            if facts["verdict"] == "ours":
+                facts.update(action="none", detail="%s, mounted at %s" % (facts["detail"], p["mount"]))
+            elif not p["force_format"]:
+                module.fail_json(msg="local_ssd_fstype/local_ssd_label: %s is mounted at %s but holds %s; set "
+                                     "local_ssd_force_format=true to unmount and reformat it (drops its data)"
+                                     % (dev, p["mount"], facts["detail"]), kubescale_local_ssd=facts)
+            else:
+                module.warn("local_ssd_force_format: unmounting and reformatting %s, which holds %s"
+                            % (dev, facts["detail"]))
+                facts["action"] = "format"
         elif mounted:
             agent = [m for m in mounted if m in AGENT_MOUNTS][0]
             facts.update(verdict="agent-mounted", detail="mounted by the Azure agent at %s: reused" % agent,
