@@ -61,3 +61,4 @@ test: deps
 bench: deps
 	LAB_CPU_NODES=$${LAB_CPU_NODES:-20} $(LAB) up
 	$(PYTHON) bench/sysctl_one_call.py
+	$(PYTHON) bench/disk_latency_vs_fio.py

@@ -48,8 +48,8 @@ def measure(directory, size=22 * 1024 * 1024, block_size=2300, warmup=64, timeou
     st = os.statvfs(directory)
     needed = size + warmup * block_size
     if st.f_bavail * st.f_frsize < needed * 2:
-        raise LatencyError("path: %s has %d bytes free, the probe needs %d" % (directory, st.f_bavail * st.f_frsize,
-                                                                             needed * 2))
+        raise LatencyError("path: %s has %d bytes free, the probe needs %d"
+                           % (directory, st.f_bavail * st.f_frsize, needed * 2))
     path = os.path.join(directory, ".kubescale-disk-latency.%d" % os.getpid())
     block = os.urandom(block_size)
     syncs = []
@@ -57,6 +57,12 @@ def measure(directory, size=22 * 1024 * 1024, block_size=2300, warmup=64, timeou
     truncated = False
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
+        # Preallocate, as etcd does for its WAL segments and fio does for its file: fdatasync then
+        # flushes data, not a growing file size.
+        try:
+            os.posix_fallocate(fd, 0, needed)
+        except (AttributeError, OSError):
+            os.ftruncate(fd, needed)
         for _i in range(warmup):
             os.write(fd, block)
             os.fdatasync(fd)

@@ -340,7 +340,7 @@ def boot(cfg, disks, log, wait_seconds=60):
             time.sleep(1)
     mount = cfg["mount"]
     check_not_in_use(disks, dev, mount)
-    existing = [mp for mp in disks.mounted_at(dev)]
+    existing = disks.mounted_at(dev)
     if existing:
         log("%s already mounted at %s" % (dev, ", ".join(existing)))
         ensure_dirs(existing[0] if mount not in existing else mount, cfg.get("dirs") or [])
@@ -388,4 +388,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
