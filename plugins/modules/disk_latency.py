@@ -47,17 +47,15 @@ options:
     description: Fail when the p99 fdatasync latency is above this many milliseconds; 0 disables the check.
     type: float
     default: 10
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Measures in check mode too; it leaves nothing behind either way.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: posix
 """
 

@@ -48,17 +48,15 @@ options:
     description: Format even a disk holding foreign data. Destroys that data.
     type: bool
     default: false
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reads only.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 requirements:
   - blkid (util-linux), ntfsls (ntfs-3g) on the node

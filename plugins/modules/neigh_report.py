@@ -31,17 +31,15 @@ options:
         namespace (containers). Keys C(ipv4), C(ipv6).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reads only; runs the same in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 """
 

@@ -80,18 +80,16 @@ options:
     type: str
     choices: [present, absent]
     default: present
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Predicts the real run exactly, live order included.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the file and, separately, the live values that change.
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 notes:
   - Uses the standard library only; no C(sysctl) command is run.
