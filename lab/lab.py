@@ -424,13 +424,20 @@ def cmd_up(_args):
 
 def remove_node(cname, keep_disk=False):
     """Remove a node container, its docker volume and (unless kept) its resource disk and loop device."""
-    labels = inspect(cname)["Config"]["Labels"]
-    path = labels.get(LABEL + ".disk") or disk_path(cname[len(PREFIX):])  # another checkout's, maybe
+    state = inspect(cname)
+    path = state["Config"]["Labels"].get(LABEL + ".disk") or disk_path(cname[len(PREFIX):])  # maybe another checkout's
+    devices = [d["PathOnHost"] for d in state["HostConfig"]["Devices"] or [] if d["PathOnHost"].startswith("/dev/loop")]
     docker("rm", "-f", "-v", cname)
     docker("volume", "rm", "-f", cname + "-docker", check=False)
-    if not keep_disk and os.path.exists(path):
-        for line in run(["losetup", "-j", path]).stdout.splitlines():
-            run(["losetup", "-d", line.split(":", 1)[0]], check=False)
+    if keep_disk:
+        return
+    for dev in devices:
+        # detach the node's loop device when it still backs this node's disk file, even one whose
+        # checkout was deleted (losetup then shows the file as "(deleted)")
+        back = run(["losetup", "-n", "-O", "BACK-FILE", dev], check=False).stdout.strip()
+        if back.split(" (deleted)")[0] == path:
+            run(["losetup", "-d", dev], check=False)
+    if os.path.exists(path):
         os.remove(path)
 
 
