@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# Converge the lab with playbooks/site.yml, then run it again: the second run must change nothing.
+# Converge the lab with playbooks/site.yml and prove three things:
+#   1. `--check` predicts the real run: the same ok/changed/skipped counts on every node;
+#   2. the real run succeeds everywhere;
+#   3. a second run changes nothing (changed=0 on every node).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-log1="$(mktemp)"; log2="$(mktemp)"
-trap 'rm -f "$log1" "$log2"' EXIT
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+recap() { sed -n '/PLAY RECAP/,$p' "$1" | grep -E ' : ok=' | sed 's/ *$//'; }
+
+echo "site: check mode (--check --diff)"
+ansible-playbook playbooks/site.yml --check --diff > "$logs/check" || { tail -n 60 "$logs/check" >&2; exit 1; }
 echo "site: first run"
-ansible-playbook playbooks/site.yml | tee "$log1" | sed -n '/PLAY RECAP/,$p'
+ansible-playbook playbooks/site.yml > "$logs/first" || { tail -n 60 "$logs/first" >&2; exit 1; }
+recap "$logs/first"
+if [ "$(recap "$logs/check")" != "$(recap "$logs/first")" ]; then
+  echo "site: --check did not predict the real run:" >&2
+  diff <(recap "$logs/check") <(recap "$logs/first") >&2 || true
+  exit 1
+fi
+echo "site: --check predicted the real run exactly"
 echo "site: second run (must report changed=0 on every node)"
-ansible-playbook playbooks/site.yml > "$log2"
-recap="$(sed -n '/PLAY RECAP/,$p' "$log2" | grep -E 'ok=')"
-echo "$recap"
-hosts="$(echo "$recap" | awk '{print $1}' | sort -u | wc -l)"
-bad="$(echo "$recap" | grep -Ev 'changed=0 .*unreachable=0 +failed=0' || true)"
+ansible-playbook playbooks/site.yml > "$logs/second" || { tail -n 60 "$logs/second" >&2; exit 1; }
+recap "$logs/second"
+bad="$(recap "$logs/second" | grep -Ev 'changed=0 .*unreachable=0 +failed=0' || true)"
 if [ -n "$bad" ]; then
   echo "site: second run was not idempotent:" >&2
   echo "$bad" >&2
-  grep -E '^(changed|failed|fatal)' "$log2" >&2 || true
+  grep -E '^(changed|failed|fatal)' "$logs/second" >&2 || true
   exit 1
 fi
-echo "site: second run changed=0 on all $hosts recap lines"
+echo "site: second run changed=0 on all $(recap "$logs/second" | wc -l) nodes"
