@@ -281,11 +281,16 @@ class Host:
 
     def boot_values(self, overrides=None):
         """key -> (value, winning file) as systemd-sysctl would leave them at boot."""
-        result = {}
-        for _name, absolute, text in self.config_files(overrides):
-            for key, value in parse_conf(text):
-                result[key] = (value, absolute)
-        return result
+        return boot_values_of(self.config_files(overrides))
+
+
+def boot_values_of(files):
+    """key -> (value, winning file) for files in systemd-sysctl order, as config_files returns them."""
+    result = {}
+    for _name, absolute, text in files:
+        for key, value in parse_conf(text):
+            result[key] = (value, absolute)
+    return result
 
 
 def boot_lookup(boot, key):
@@ -342,10 +347,11 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
         new_text = old_text  # nothing of ours to remove: leave the file as it is
 
     boot_before = host.boot_values()
-    boot_after = host.boot_values({path: new_text})
+    files_after = host.config_files({path: new_text})
+    boot_after = boot_values_of(files_after)
 
     if state == "present":
-        if not any(a == path for _n, a, _t in host.config_files({path: new_text})):
+        if not any(a == path for _n, a, _t in files_after):
             raise SysctlError("file: %s is masked by a file of the same name in a higher-priority directory "
                               "(%s)" % (path, ", ".join(SYSCTL_DIRS)))
         for key in sorted(values):
@@ -361,8 +367,10 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
                 effective[key] = values[key]
             elif live.get(key) is not None:
                 effective[key] = live[key]
-            elif boot_lookup(boot_after, key):
-                effective[key] = boot_lookup(boot_after, key)[0]
+            else:
+                at_boot = boot_lookup(boot_after, key)
+                if at_boot:
+                    effective[key] = at_boot[0]
         broken = rule_violations(effective, all_rules)
         if broken:
             rule, a, b = broken[0]
