@@ -160,9 +160,14 @@ class Disks:
         return out
 
     def mounted_at(self, dev):
-        """Mount points of `dev`, matched by device number (works for /dev/sdb inside containers too)."""
+        """Mount points of `dev`, matched by device number (works for /dev/sdb inside containers too).
+
+        Mounts nested inside another mount of the same device (dockerd bind-mounts its data-root onto itself)
+        are views of that filesystem, not places it is mounted: they are left out.
+        """
         rdev = self.rdev(dev)
-        return sorted(set(mp for major, minor, mp, _src in self.mounts() if rdev and (major, minor) == rdev))
+        points = set(mp for major, minor, mp, _src in self.mounts() if rdev and (major, minor) == rdev)
+        return sorted(mp for mp in points if not nested(mp, points))
 
     def os_disk_numbers(self):
         """Device numbers holding /, /boot, /usr, /var (and their parent disks' partitions)."""
@@ -221,6 +226,11 @@ def choose_device(disks, configured=None):
                    % "; ".join(looked))
 
 
+def nested(path, tops):
+    """Whether `path` lies strictly inside one of `tops` (mount points)."""
+    return any(path.startswith(top.rstrip("/") + "/") for top in tops if top != path)
+
+
 def check_not_in_use(disks, dev, mount):
     """Refuse the OS disk and any disk holding filesystems mounted elsewhere than ours or the agent's."""
     family = disks.family_numbers(dev)
@@ -228,7 +238,7 @@ def check_not_in_use(disks, dev, mount):
         raise SsdError("local_ssd_device: %s is (on) the OS disk; refusing to touch it" % dev)
     allowed = set((mount,) + AGENT_MOUNTS)
     others = sorted(set(mp for major, minor, mp, _src in disks.mounts()
-                        if (major, minor) in family and mp not in allowed))
+                        if (major, minor) in family and mp not in allowed and not nested(mp, allowed)))
     if others:
         raise SsdError("local_ssd_device: %s (or another partition of its disk) holds a filesystem mounted at %s; "
                        "unmount it or choose another device" % (dev, ", ".join(others)))
