@@ -155,7 +155,6 @@ def test_disk_mounted_elsewhere_is_refused_but_ours_and_agents_are_fine(azure):
         assert disks.mounted_at("/dev/sdb1") == [mp]
 
 
-
 def test_consumer_bind_mounts_inside_the_ssd_are_not_elsewhere(azure):
     # dockerd bind-mounts its data-root onto itself: the second run of local_ssd must not refuse the disk.
     disks = L.Disks(azure)
@@ -168,6 +167,7 @@ def test_consumer_bind_mounts_inside_the_ssd_are_not_elsewhere(azure):
                       (SDB1, "/mnt/local-ssd/docker", "/dev/sdb1"), (SDB1, "/srv/data", "/dev/sdb1")])
     with pytest.raises(L.SsdError, match="mounted at /srv/data$|mounted at /srv/data;"):
         L.check_not_in_use(disks, "/dev/sdb1", "/mnt/local-ssd")
+
 
 # ---------------------------------------------------------------------- safe-format verdicts
 
