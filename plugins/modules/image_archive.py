@@ -1,0 +1,310 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: image_archive
+short_description: Save many container images into one archive, or load one idempotently by digest
+version_added: "0.3.0"
+description:
+  - O(state=saved) exports O(images) from docker (C(docker save)) or containerd (C(ctr images export)) into ONE
+    archive, so layers the images share are stored once, compressed with zstd, gzip or not at all. The archive
+    is written to a temporary file in the same directory, fsynced and renamed; a sidecar C(<path>.json) records
+    the image references, their IDs (config digests) and manifest digests, the size and the sha256 of the
+    archive. Nothing is written when the archive already holds exactly those images.
+  - The archive is the runtime's own export with one member added at its head, C(kubescale-index.json), so
+    deciding what to load decompresses a few KiB and no layer bytes. C(docker load) and C(ctr images import)
+    ignore that member. Archives without it (a plain C(docker save)) are read to the end to find their
+    manifest.
+  - O(state=loaded) compares the archive's images with the runtime's store by digest and loads only when one is
+    missing or points elsewhere. Before loading it checks the sha256 of the whole archive (O(checksum), else
+    the sidecar) and free space in the runtime's store, so a corrupt or truncated archive fails with the store
+    untouched. The archive is streamed through its decompressor into C(docker load) or C(ctr images import),
+    never held in memory.
+  - The same file serves as the boot-time loader of the image_preload role (no Ansible on the node needed).
+author:
+  - kubescale.tuning contributors (@kubescale)
+options:
+  state:
+    description: Whether to write the archive from the runtime's store, or load the archive into it.
+    type: str
+    choices: [saved, loaded]
+    default: loaded
+  path:
+    description: The archive, an absolute path. Its directory must exist. The sidecar is O(path) + C(.json).
+    type: str
+    required: true
+  images:
+    description:
+      - Image references to save, C([registry/]name[:tag]) (a missing tag means C(latest); C(pause:3.9) is
+        C(docker.io/library/pause:3.9)). Required, and only used, with O(state=saved).
+      - Every image must be in the runtime's store.
+    type: list
+    elements: str
+  runtime:
+    description: The runtime whose store is read or written.
+    type: str
+    choices: [docker, containerd]
+    default: docker
+  namespace:
+    description: The containerd namespace (the kubelet's CRI images live in C(k8s.io)).
+    type: str
+    default: k8s.io
+  compression:
+    description: How O(state=saved) compresses the archive. O(state=loaded) detects it from the file.
+    type: str
+    choices: [zstd, gzip, none]
+    default: zstd
+  compression_level:
+    description: zstd level 1-19 (default 3) or gzip level 1-9 (default 6).
+    type: int
+  checksum:
+    description:
+      - The sha256 the archive must have before O(state=loaded) loads it (C(sha256:<hex>) or C(<hex>)).
+      - When omitted the sidecar's is used; with neither, a load fails.
+    type: str
+  pin:
+    description:
+      - With O(runtime=containerd), label every loaded image C(io.cri-containerd.pinned=pinned) so the kubelet's
+        image garbage collection never removes it. Docker has no pinned images.
+    type: bool
+    default: false
+  store_path:
+    description:
+      - containerd's root, for the free-space check before a load (docker's comes from C(docker info)).
+    type: path
+    default: /var/lib/containerd
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the archive's index and the store, verifies the sha256 and free space when a load is due, and reports
+        what would be saved, loaded or pinned without writing or loading anything.
+  diff_mode:
+    support: full
+    details: The archive's images as the store (or the archive) holds them before and after, one C(ref id) per line.
+  platform:
+    platforms: posix
+requirements:
+  - docker, or containerd's ctr, on the node; zstd or gzip for compressed archives.
+"""
+
+EXAMPLES = r"""
+- name: Save the pause image and the common images into one archive on the builder
+  kubescale.tuning.image_archive:
+    state: saved
+    path: /opt/kubescale/images/preload.tar.zst
+    images:
+      - registry.k8s.io/pause:3.9
+      - contoso.azurecr.io/base/python:3.11
+    runtime: docker
+
+- name: Load it into containerd's k8s.io namespace, pinned, checked against a known sha256
+  kubescale.tuning.image_archive:
+    state: loaded
+    path: /opt/kubescale/images/preload.tar.zst
+    runtime: containerd
+    pin: true
+    checksum: "sha256:{{ preload_sha256 }}"
+"""
+
+RETURN = r"""
+archive:
+  description: The archive's path.
+  returned: always
+  type: str
+runtime:
+  description: The runtime whose store was read or written.
+  returned: always
+  type: str
+images:
+  description: Every image of the archive with what this run did to it (saved, kept, loaded).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{ref: registry.k8s.io/pause:3.9, id: "sha256:e6f1...", manifest: null, action: kept}]
+loaded:
+  description: References loaded (or, in check mode, that would be).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: References already in the store with the archive's digest (or kept in an unchanged archive).
+  returned: always
+  type: list
+  elements: str
+pinned:
+  description: References labelled pinned by this run (containerd).
+  returned: always
+  type: list
+  elements: str
+bytes_read:
+  description:
+    - Archive bytes this run read. A load reads the file twice (sha256, then the load); a run with nothing to
+      load reads only the index at the archive's head, a few KiB and no layer bytes.
+  returned: always
+  type: int
+sha256:
+  description: The archive's sha256 (null when a load was not needed, so the archive was not hashed).
+  returned: always
+  type: str
+size:
+  description: The archive's size in bytes.
+  returned: always
+  type: int
+sidecar:
+  description: The sidecar's path.
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
+
+LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}
+
+
+def lines(images, key_of):
+    return "".join("%s %s\n" % (ref, key_of(ref)) for ref in sorted(images))
+
+
+def validate(module):
+    """Every input checked before anything is read from or written to the node."""
+    p = module.params
+    if not os.path.isabs(p["path"]):
+        module.fail_json(msg="path: must be an absolute path, got %r" % p["path"])
+    if p["state"] == "saved":
+        if not p["images"]:
+            module.fail_json(msg="images: list at least one image reference to save")
+        refs = []
+        for ref in p["images"]:
+            try:
+                refs.append(ia.normalize_ref(ref))
+            except ValueError as exc:
+                module.fail_json(msg="images: %s" % exc)
+        low, high, default = LEVELS[p["compression"]]
+        level = p["compression_level"] if p["compression_level"] is not None else default
+        if p["compression"] != "none" and not low <= level <= high:
+            module.fail_json(msg="compression_level: %s takes %d-%d, got %d" % (p["compression"], low, high, level))
+        if not os.path.isdir(os.path.dirname(p["path"])):
+            module.fail_json(msg="path: directory %s does not exist" % os.path.dirname(p["path"]))
+        return sorted(set(refs)), level
+    if p["checksum"] is not None:
+        try:
+            ia.parse_sha256(p["checksum"])
+        except ValueError as exc:
+            module.fail_json(msg="checksum: %s" % exc)
+    if p["pin"] and p["runtime"] != "containerd":
+        module.fail_json(msg="pin: docker has no pinned images; pin applies to runtime=containerd")
+    return None, None
+
+
+def saved(module, store, refs, level):
+    p = module.params
+    path = p["path"]
+    have = store.images()
+    absent = [r for r in refs if r not in have]
+    if absent:
+        module.fail_json(msg="images: not in %s's store: %s (save needs them present: pull or build them first)"
+                         % (store.runtime, ", ".join(absent)))
+    key = "id" if store.runtime == "docker" else "manifest"
+    want = dict((r, have[r][key]) for r in refs)
+    sidecar = ia.read_sidecar(path)
+    current = None
+    bytes_read = 0
+    if sidecar and os.path.isfile(path) and sidecar.get("size") == os.path.getsize(path) \
+            and sidecar.get("compression") == p["compression"] and ia.detect_compression(path) == p["compression"]:
+        try:
+            index, bytes_read = ia.read_index(path)
+            current = dict((i["ref"], i.get(key)) for i in index["images"])
+        except ia.ArchiveError:
+            current = None
+    before = lines(current, current.get) if current else ""
+    result = dict(archive=path, runtime=store.runtime, sidecar=ia.sidecar_path(path), loaded=[], pinned=[],
+                  bytes_read=bytes_read, diff=dict(before=before, after=lines(want, want.get)))
+    if current == want:
+        result.update(changed=False, kept=refs, sha256=sidecar["sha256"], size=sidecar["size"],
+                      images=[dict(ref=r, id=have[r]["id"], manifest=have[r]["manifest"], action="kept") for r in refs])
+        return result
+    result.update(changed=True, kept=[], sha256=None, size=None,
+                  images=[dict(ref=r, id=have[r]["id"], manifest=have[r]["manifest"], action="saved") for r in refs])
+    if module.check_mode:
+        return result
+    doc = ia.save(store, refs, path, p["compression"], level)
+    text = ia.sidecar_text(doc)
+    if read_text(ia.sidecar_path(path)) != text:
+        atomic_write(ia.sidecar_path(path), text)
+    result.update(sha256=doc["sha256"], size=doc["size"],
+                  images=[dict(ref=i["ref"], id=i["id"], manifest=i["manifest"], action="saved") for i in doc["images"]])
+    return result
+
+
+def loaded(module, store):
+    p = module.params
+    path = p["path"]
+    res = ia.ensure_loaded(store, path, checksum=p["checksum"], pin=p["pin"], default_root=p["store_path"],
+                           check=module.check_mode)
+    key = "id" if store.runtime == "docker" else "manifest"
+    have = store.images() if not module.check_mode and res["changed"] else None
+    refs = [i["ref"] for i in res["images"]]
+    archive_keys = dict((i["ref"], i.get(key) or i.get("id")) for i in res["images"])
+    plan_have = dict((i["ref"], archive_keys[i["ref"]]) for i in res["images"] if i["action"] == "kept")
+    before = "".join("%s %s\n" % (r, plan_have[r]) for r in sorted(plan_have))
+    if have is not None:
+        after = "".join("%s %s\n" % (r, have[r][key] or have[r]["id"]) for r in sorted(refs) if r in have)
+    else:
+        after = lines(archive_keys, archive_keys.get)
+    res.update(diff=dict(before=before, after=after), sidecar=ia.sidecar_path(path), size=os.path.getsize(path))
+    return res
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", default="loaded", choices=["saved", "loaded"]),
+            path=dict(type="str", required=True),
+            images=dict(type="list", elements="str"),
+            runtime=dict(type="str", default="docker", choices=["docker", "containerd"]),
+            namespace=dict(type="str", default="k8s.io"),
+            compression=dict(type="str", default="zstd", choices=["zstd", "gzip", "none"]),
+            compression_level=dict(type="int"),
+            checksum=dict(type="str"),
+            pin=dict(type="bool", default=False),
+            store_path=dict(type="path", default="/var/lib/containerd"),
+        ),
+        supports_check_mode=True,
+    )
+    refs, level = validate(module)
+    tool = "docker" if module.params["runtime"] == "docker" else "ctr"
+    if module.get_bin_path(tool) is None:
+        module.fail_json(msg="runtime: %s is not installed on this node (%s not found)" % (module.params["runtime"], tool))
+    store = ia.Store(ia.Runner(run=module.run_command), module.params["runtime"], module.params["namespace"])
+    try:
+        if module.params["state"] == "saved":
+            result = saved(module, store, refs, level)
+        else:
+            result = loaded(module, store)
+    except ia.ArchiveError as exc:
+        module.fail_json(msg=str(exc))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="%s: %s" % (module.params["path"], exc))
+    if not module._diff:
+        result.pop("diff", None)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
