@@ -342,7 +342,7 @@ class Store(object):
         out = self._check(self._ctr("images", "ls"))
         for line in out.splitlines()[1:]:
             parts = line.split()
-            if len(parts) < 6:
+            if len(parts) < 6 or parts[0].startswith("sha256:"):
                 continue
             try:
                 ref = normalize_ref(parts[0])
