@@ -12,7 +12,7 @@ export ANSIBLE_FORCE_COLOR := 0
 PYTHON := $(VENV)/bin/python
 LAB := /usr/bin/python3 lab/lab.py
 
-.PHONY: deps image lab lab-down lab-status site test lint sanity unit molecule lab-test bench
+.PHONY: deps image lab lab-down lab-status site test lint sanity unit molecule lab-test bench bake packer-validate
 
 deps:
 	bash scripts/deps.sh
@@ -39,6 +39,13 @@ lint: deps
 
 sanity: deps
 	bash tests/sanity/run.sh
+
+packer-validate: deps
+	packer validate -var subscription_id=00000000-0000-0000-0000-000000000000 -var resource_group=placeholder packer/azure-node.json
+	packer validate -var base_image=placeholder packer/lab-node.json
+
+bake: image
+	bash scripts/bake.sh
 
 unit: deps
 	pytest -q tests/unit

@@ -3,6 +3,7 @@
 Standard library plus the docker CLI.  Commands:
 
   image     build (or reuse) the node base image: debootstrap -> docker import, cached by content
+  pause-image  build (or reuse) the lab's pause image on this docker (image_preload's builder in the lab)
   up        start the nodes (idempotent) and write inventories/lab/hosts.yml
   down      remove the nodes, their volumes, their emulated resource disks and loop devices
   status    list the nodes
@@ -381,8 +382,34 @@ def ensure_host_limits(count):
         log("raised fs.inotify.max_user_instances %d -> %d for %d nodes" % (have, want, count))
 
 
+PAUSE_IMAGE = "kubescale-lab/pause:3.9"
+
+
+def ensure_pause_image():
+    """The lab's pause image on the controller's docker (image_preload's builder in the lab): no registry here.
+
+    A static busybox that sleeps, built FROM scratch; the lab inventory names it image_preload_pause_image.
+    """
+    if docker("image", "inspect", PAUSE_IMAGE, check=False).returncode == 0:
+        return
+    if not os.path.exists("/bin/busybox"):
+        sys.exit("lab: /bin/busybox (busybox-static) is needed to build %s" % PAUSE_IMAGE)
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy("/bin/busybox", os.path.join(d, "pause"))
+        with open(os.path.join(d, "Dockerfile"), "w") as f:
+            f.write('FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause", "sleep", "2147483647"]\n')
+        docker("build", "-q", "-t", PAUSE_IMAGE, d)
+    log("built %s" % PAUSE_IMAGE)
+
+
+def cmd_pause_image(_args):
+    ensure_pause_image()
+    print(PAUSE_IMAGE)
+
+
 def cmd_up(_args):
     tag = build_image()
+    ensure_pause_image()
     nodes = wanted_nodes()
     have = set(existing_containers())
     ensure_host_limits(len(nodes) + len(have))
@@ -496,6 +523,7 @@ def main(argv=None):
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_image)
     sub.add_parser("up").set_defaults(func=cmd_up)
+    sub.add_parser("pause-image").set_defaults(func=cmd_pause_image)
     sub.add_parser("down").set_defaults(func=cmd_down)
     sub.add_parser("status").set_defaults(func=cmd_status)
     p = sub.add_parser("redeploy")

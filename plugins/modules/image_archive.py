@@ -38,7 +38,9 @@ options:
     choices: [saved, loaded]
     default: loaded
   path:
-    description: The archive, an absolute path. Its directory must exist. The sidecar is O(path) + C(.json).
+    description:
+      - The archive, an absolute path. Its directory must exist (in check mode it may be missing, as an earlier task
+        of the run creates it). The sidecar is O(path) + C(.json).
     type: str
     required: true
   images:
@@ -200,7 +202,8 @@ def validate(module):
         level = p["compression_level"] if p["compression_level"] is not None else default
         if p["compression"] != "none" and not low <= level <= high:
             module.fail_json(msg="compression_level: %s takes %d-%d, got %d" % (p["compression"], low, high, level))
-        if not os.path.isdir(os.path.dirname(p["path"])):
+        # In check mode an earlier task of the run may be about to create it.
+        if not os.path.isdir(os.path.dirname(p["path"])) and not module.check_mode:
             module.fail_json(msg="path: directory %s does not exist" % os.path.dirname(p["path"]))
         return sorted(set(refs)), level
     if p["checksum"] is not None:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make bake`: bake a lab node image with Debian's packer (docker builder, ansible provisioner running
+# playbooks/bake.yml), then boot a node from it with a blank emulated resource disk and check that
+# kubescale-image-preload.service loaded the preloaded images at boot.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base="$(/usr/bin/python3 lab/lab.py image)"
+pause="$(/usr/bin/python3 lab/lab.py pause-image)"
+baked=kubescale-lab-baked:latest
+node=kubescale-bake-boot
+img="$(mktemp /var/tmp/kubescale-bake-disk.XXXXXX)"
+loop=""
+cleanup() {
+  docker rm -f -v "$node" >/dev/null 2>&1 || true
+  [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
+  rm -f "$img"
+}
+trap cleanup EXIT
+
+PACKER_LOG=0 packer build -force -color=false -var "base_image=$base" -var "pause_image=$pause" packer/lab-node.json
+
+truncate -s 512M "$img"
+loop="$(losetup --find --show "$img")"
+docker rm -f -v "$node" >/dev/null 2>&1 || true
+docker run -d --name "$node" --stop-signal SIGRTMIN+3 --cap-add SYS_ADMIN --cap-add NET_ADMIN --cgroupns=host \
+  --security-opt seccomp=unconfined -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v /var/lib/docker \
+  --tmpfs /run --tmpfs /run/lock --device "$loop:/dev/sdb" "$baked" >/dev/null
+state=""
+for _ in $(seq 1 60); do  # systemd's bus comes up a moment after the container starts
+  state="$(docker exec "$node" systemctl is-system-running --wait 2>/dev/null || true)"
+  case "$state" in running|degraded) break ;; esac
+  sleep 1
+done
+images="$(docker exec "$node" docker image ls --format '{{.Repository}}:{{.Tag}}')"
+log="$(docker exec "$node" journalctl -u kubescale-image-preload.service -o cat --no-pager | grep 'kubescale-image-preload:' || true)"
+echo "bake: booted node state: $state"
+echo "bake: images after boot: $images"
+echo "bake: $log"
+if [ "$state" != running ] && [ "$state" != degraded ]; then echo "bake: the node did not boot" >&2; exit 1; fi
+if ! grep -qx "$pause" <<<"$images"; then echo "bake: $pause was not loaded at boot" >&2; exit 1; fi
+echo "bake: $baked boots and loads its preloaded images"
