@@ -61,11 +61,14 @@ test: deps
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) sanity
+	$(MAKE) packer-validate
 	$(MAKE) molecule
 	$(MAKE) lab-test
+	$(MAKE) bake
 	@echo "make test: all checks passed"
 
 bench: deps
 	LAB_CPU_NODES=$${LAB_CPU_NODES:-20} $(LAB) up
 	$(PYTHON) bench/sysctl_one_call.py
 	$(PYTHON) bench/disk_latency_vs_fio.py
+	$(PYTHON) bench/preload_vs_per_image.py

@@ -274,7 +274,7 @@ def read_index(path, compression=None):
             complete = True
         except (tarfile.TarError, EOFError, ValueError, UnicodeDecodeError) as exc:
             complete = True
-            raise ArchiveError("%s is not a readable image archive (%s): %s" % (path, compression, exc))
+            raise ArchiveError("%s is not a readable image archive (%s): %s" % (path, compression, exc)) from exc
     finally:
         close_stream(proc, raw, complete, path)
     if manifest_json is None and index_json is None:
@@ -290,7 +290,7 @@ def read_sidecar(path):
     except (IOError, OSError):
         return None
     except ValueError as exc:
-        raise ArchiveError("%s is not valid JSON: %s" % (sidecar_path(path), exc))
+        raise ArchiveError("%s is not valid JSON: %s" % (sidecar_path(path), exc)) from exc
     return doc if isinstance(doc, dict) else None
 
 

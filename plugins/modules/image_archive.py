@@ -174,8 +174,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 
 LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}
 
