@@ -12,9 +12,9 @@ name: image_ref
 short_description: The fully qualified form of a container image reference
 version_added: "0.3.0"
 description:
-  - C(pause:3.9) becomes C(docker.io/library/pause:3.9), a missing tag becomes C(latest): the form docker and
+  - "C(pause:3.9) becomes C(docker.io/library/pause:3.9), a missing tag becomes C(latest): the form docker and
     containerd agree on, so two spellings of one image compare equal. The same rules kubescale.tuning.image_archive
-    applies.
+    applies."
 author:
   - kubescale.tuning contributors (@kubescale)
 positional: _input
