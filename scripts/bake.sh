@@ -12,7 +12,7 @@ img="$(mktemp /var/tmp/kubescale-bake-disk.XXXXXX)"
 loop=""
 cleanup() {
   docker rm -f -v "$node" >/dev/null 2>&1 || true
-  [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
+  if [ -n "$loop" ]; then losetup -d "$loop" 2>/dev/null || true; fi
   rm -f "$img"
 }
 trap cleanup EXIT

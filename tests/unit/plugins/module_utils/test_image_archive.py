@@ -206,10 +206,13 @@ def test_failed_export_leaves_no_archive_and_no_temp_files(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["raw.tar"]
 
 
-CTR_LS = """REF                   TYPE                                                 DIGEST                                                                  SIZE    PLATFORMS   LABELS
-docker.io/kstest/app:1 application/vnd.docker.distribution.manifest.v2+json sha256:%s 1.9 MiB linux/amd64 -
-registry.k8s.io/pause:3.9 application/vnd.oci.image.index.v1+json sha256:%s 311.6 KiB linux/amd64,linux/arm64 io.cri-containerd.image=managed,io.cri-containerd.pinned=pinned
-""" % ("cd" * 32, "ef" * 32)
+CTR_LS = "\n".join([
+    "REF  TYPE  DIGEST  SIZE  PLATFORMS  LABELS",
+    "docker.io/kstest/app:1 application/vnd.docker.distribution.manifest.v2+json sha256:%s 1.9 MiB linux/amd64 -" % ("cd" * 32),
+    "registry.k8s.io/pause:3.9 application/vnd.oci.image.index.v1+json sha256:%s 311.6 KiB linux/amd64,linux/arm64 "
+    "io.cri-containerd.image=managed,io.cri-containerd.pinned=pinned" % ("ef" * 32),
+    "sha256:%s application/vnd.oci.image.index.v1+json sha256:%s 311.6 KiB linux/amd64 -" % ("12" * 32, "ef" * 32),
+]) + "\n"
 
 
 def test_containerd_store_parsing_and_digest_comparison():
