@@ -23,10 +23,10 @@ image: deps
 lab: deps
 	$(LAB) up
 
-lab-down:
+lab-down: deps
 	$(LAB) down
 
-lab-status:
+lab-status: deps
 	$(LAB) status
 
 site: lab

@@ -8,6 +8,12 @@ cd "$(dirname "$0")/../.."
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 recap() { sed -n '/PLAY RECAP/,$p' "$1" | grep -E ' : ok=' | sed 's/ *$//'; }
+# One line per host and task result ("host<TAB>status<TAB>task"), sorted: what differs between two runs.
+results() {
+  awk '/^TASK \[/ { t = $0; sub(/^TASK \[/, "", t); sub(/\] \**$/, "", t) }
+       /^(ok|changed|skipping|fatal|failed): \[/ {
+         st = $1; sub(/:$/, "", st); h = $2; gsub(/[\[\]]/, "", h); print h "\t" st "\t" t }' "$1" | sort
+}
 
 echo "site: check mode (--check --diff)"
 ansible-playbook playbooks/site.yml --check --diff > "$logs/check" || { tail -n 60 "$logs/check" >&2; exit 1; }
@@ -17,6 +23,8 @@ recap "$logs/first"
 if [ "$(recap "$logs/check")" != "$(recap "$logs/first")" ]; then
   echo "site: --check did not predict the real run:" >&2
   diff <(recap "$logs/check") <(recap "$logs/first") >&2 || true
+  echo "site: task results that differ (< check, > real run):" >&2
+  diff <(results "$logs/check") <(results "$logs/first") >&2 || true
   exit 1
 fi
 echo "site: --check predicted the real run exactly"
