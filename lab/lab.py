@@ -35,6 +35,10 @@ PREFIX = "kslab-"
 SUITE = "bookworm"
 SSH_BASE_PORT = int(os.environ.get("LAB_SSH_BASE_PORT", "22200"))
 DISK_SIZE = os.environ.get("LAB_DISK_SIZE", "2G")
+# The nodes' own network, with a fixed address per node: etcd members name each other by address, and a
+# restarted container on docker's default bridge may come back with another one.
+NETWORK = "kubescale-lab"
+SUBNET_PREFIX = os.environ.get("LAB_SUBNET_PREFIX", "172.30.213")
 
 # Installed by debootstrap itself: enough to boot systemd and be reached by Ansible.
 BOOT_PACKAGES = [
@@ -246,7 +250,16 @@ def wanted_nodes():
             raise LabError("%s must be a whole number, got %r" % (env, raw))
         for i in range(1, int(raw) + 1):
             nodes.append({"name": "%s-%d" % (short, i), "group": group, "dockerd": dockerd})
+    if len(nodes) > 240:
+        raise LabError("the lab's network holds 240 nodes, %d wanted" % len(nodes))
+    for i, node in enumerate(nodes):
+        node["ip"] = "%s.%d" % (SUBNET_PREFIX, 10 + i)
     return nodes
+
+
+def ensure_network():
+    if docker("network", "inspect", NETWORK, check=False).returncode != 0:
+        docker("network", "create", "--subnet", SUBNET_PREFIX + ".0/24", "--label", "%s=network" % LABEL, NETWORK)
 
 
 def existing_containers():
@@ -309,6 +322,7 @@ def start_node(node, tag, pubkey):
             "--label", "%s=node" % LABEL, "--label", "%s.group=%s" % (LABEL, node["group"]),
             "--label", "%s.ssh-port=%d" % (LABEL, port),
             "--label", "%s.key=%s" % (LABEL, key_id(pubkey)), "--label", "%s.disk=%s" % (LABEL, disk_path(node["name"])),
+            "--label", "%s.ip=%s" % (LABEL, node["ip"]), "--network", NETWORK, "--ip", node["ip"],
             "--stop-signal", "SIGRTMIN+3",
             "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cgroupns=host",
             "--security-opt", "apparmor=unconfined",
@@ -347,6 +361,7 @@ def write_inventory():
         groups[labels[LABEL + ".group"]][c[len(PREFIX):]] = {
             "ansible_port": int(labels[LABEL + ".ssh-port"]),
             "lab_container": c,
+            "lab_ip": labels.get(LABEL + ".ip", ""),
         }
     lines = ["---", "# Written by `make lab` (lab/lab.py): the lab's nodes. Do not edit; group_vars hold settings.",
              "all:", "  children:"]
@@ -360,6 +375,7 @@ def write_inventory():
             lines.append("        %s:" % name)
             lines.append("          ansible_port: %d" % hv["ansible_port"])
             lines.append("          lab_container: %s" % hv["lab_container"])
+            lines.append("          lab_ip: %s" % hv["lab_ip"])
     lines += ["    kube_node:", "      children:", "        kube_node_cpu:", "        kube_node_gpu:"]
     os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
     tmp = INVENTORY + ".tmp"
@@ -413,6 +429,7 @@ def cmd_up(_args):
     nodes = wanted_nodes()
     have = set(existing_containers())
     ensure_host_limits(len(nodes) + len(have))
+    ensure_network()
     key = ssh_key()
     started = {}
     for node in nodes:
@@ -424,7 +441,8 @@ def cmd_up(_args):
             stale = (labels.get(LABEL + ".key") != key_id(key + ".pub")
                      or labels.get(LABEL + ".disk") != disk_path(node["name"])
                      or not os.path.exists(disk_path(node["name"]))
-                     or devices[0].get("PathOnHost") != loop_for(disk_path(node["name"])))
+                     or devices[0].get("PathOnHost") != loop_for(disk_path(node["name"]))
+                     or labels.get(LABEL + ".ip") != node["ip"])
             if stale:
                 # made by another checkout, or its loop device is gone (machine restarted): recreate
                 log("recreating %s (another checkout's key or a stale resource disk)" % cname)
@@ -445,7 +463,118 @@ def cmd_up(_args):
         log("removed %s (beyond the wanted node counts)" % cname)
     wait_ssh(started, key)
     write_inventory()
+    ensure_etcd([n for n in nodes if n["group"] == "etcd"])
+    ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
+                         [n for n in nodes if n["group"] == "etcd"])
     log("%d nodes up" % len(started))
+
+
+ETCD_ENV = """# Written by lab/lab.py: the lab's main etcd cluster, as a distro-package install leaves it (data on the OS disk).
+ETCD_NAME="{name}"
+ETCD_DATA_DIR="/var/lib/etcd/default"
+ETCD_LISTEN_PEER_URLS="http://{ip}:2380"
+ETCD_LISTEN_CLIENT_URLS="http://{ip}:2379,http://127.0.0.1:2379"
+ETCD_INITIAL_ADVERTISE_PEER_URLS="http://{ip}:2380"
+ETCD_ADVERTISE_CLIENT_URLS="http://{ip}:2379"
+ETCD_INITIAL_CLUSTER="{cluster}"
+ETCD_INITIAL_CLUSTER_STATE="new"
+ETCD_INITIAL_CLUSTER_TOKEN="kubescale-lab"
+"""
+
+
+PKI = os.path.join(STATE, "pki")
+
+
+def ensure_pki():
+    """The lab's etcd CA and the API server's etcd client certificate, as kubeadm makes them (openssl on the host).
+
+    The CA stays on the controller too: events_etcd signs the Events members' certificates with it, so the API
+    server's one etcd client certificate is trusted by both clusters.
+    """
+    os.makedirs(PKI, exist_ok=True)
+    ca_key, ca_crt = os.path.join(PKI, "etcd-ca.key"), os.path.join(PKI, "etcd-ca.crt")
+    cl_key, cl_crt = os.path.join(PKI, "apiserver-etcd-client.key"), os.path.join(PKI, "apiserver-etcd-client.crt")
+    if not os.path.exists(ca_crt):
+        run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj", "/CN=etcd-ca",
+             "-keyout", ca_key, "-out", ca_crt])
+    if not os.path.exists(cl_crt):
+        csr = os.path.join(PKI, "apiserver-etcd-client.csr")
+        ext = os.path.join(PKI, "client.ext")
+        with open(ext, "w") as f:
+            f.write("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n")
+        run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj",
+             "/O=system:masters/CN=kube-apiserver-etcd-client", "-keyout", cl_key, "-out", csr])
+        run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+             "-days", "3650", "-extfile", ext, "-out", cl_crt])
+    return {"etcd/ca.crt": ca_crt, "apiserver-etcd-client.crt": cl_crt, "apiserver-etcd-client.key": cl_key}
+
+
+def ensure_control_plane(cps, etcd_members):
+    """What kubeadm leaves on a control plane node that matters here: its PKI files, the kube-apiserver static pod
+    manifest and the kubeadm configuration file it was made from (lab/fixtures, the shapes kubeadm writes). Nodes
+    that have a manifest are left alone."""
+    if not cps:
+        return
+    files = ensure_pki()
+    with open(os.path.join(REPO, "lab", "fixtures", "kube-apiserver.yaml.tmpl")) as f:
+        fixture = f.read()
+    with open(os.path.join(REPO, "lab", "fixtures", "kubeadm-config.yaml.tmpl")) as f:
+        config = f.read()
+    servers = ",".join("http://%s:2379" % m["ip"] for m in etcd_members)
+    for cp in cps:
+        cname = PREFIX + cp["name"]
+        manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+        if docker("exec", cname, "test", "-e", manifest, check=False).returncode == 0:
+            continue
+        docker("exec", cname, "mkdir", "-p", "/etc/kubernetes/manifests", "/etc/kubernetes/pki/etcd")
+        for dest, src in files.items():
+            with open(src) as f:
+                run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/pki/" + dest],
+                    input_data=f.read())
+        text = fixture.replace("__ADDRESS__", cp["ip"]).replace("__ETCD_SERVERS__", servers)
+        run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > " + manifest], input_data=text)
+        text = config.replace("__ADDRESS__", cp["ip"]).replace("__ETCD_SERVERS_LIST__", ", ".join(servers.split(",")))
+        run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/kubeadm-config.yaml"],
+            input_data=text)
+        log("%s: kubeadm-style kube-apiserver manifest and etcd client certificate placed" % cp["name"])
+
+
+ETCD_TEST_KEYS = 300
+
+
+def ensure_etcd(members, timeout=120):
+    """Form the lab's main etcd cluster (what kubeadm or kubespray left before us), once: nodes that already have
+    a configuration are left alone (the roles own them from then on)."""
+    if not members:
+        return
+    cluster = ",".join("%s=http://%s:2380" % (m["name"], m["ip"]) for m in members)
+    todo = []
+    for m in members:
+        cname = PREFIX + m["name"]
+        if docker("exec", cname, "grep", "-q", "^ETCD_INITIAL_CLUSTER=", "/etc/default/etcd", check=False).returncode == 0:
+            continue
+        run(["docker", "exec", "-i", cname, "sh", "-c", "cat > /etc/default/etcd"],
+            input_data=ETCD_ENV.format(name=m["name"], ip=m["ip"], cluster=cluster))
+        todo.append(cname)
+    if not todo:
+        return
+    for cname in todo:
+        docker("exec", cname, "systemctl", "enable", "--now", "--no-block", "etcd.service")
+    deadline = time.time() + timeout
+    endpoints = ",".join("http://%s:2379" % m["ip"] for m in members)
+    while True:
+        proc = docker("exec", PREFIX + members[0]["name"], "etcdctl", "--endpoints=" + endpoints,
+                      "endpoint", "health", check=False)
+        if proc.returncode == 0:
+            break
+        if time.time() > deadline:
+            raise LabError("the lab's etcd cluster is not healthy after %ds: %s" % (timeout, proc.stderr.strip()))
+        time.sleep(1)
+    # Data to keep: tests count these keys on every member after each move, rejoin and failure.
+    docker("exec", PREFIX + members[0]["name"], "sh", "-c",
+           "i=1; while [ $i -le %d ]; do etcdctl put /kubescale-test/$i value-$i >/dev/null || exit 1; "
+           "i=$((i+1)); done" % ETCD_TEST_KEYS)
+    log("etcd cluster formed on %s, %d keys written" % (", ".join(m["name"] for m in members), ETCD_TEST_KEYS))
 
 
 def remove_node(cname, keep_disk=False):

@@ -1,0 +1,245 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private: etcd sizes, membership and health as data (standard library only; etcdctl v3 through a runner)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+DEFAULT_QUOTA = 2 * 1024 ** 3
+# etcd's documentation: "8 GiB is a suggested maximum size for normal environments".
+SUGGESTED_MAX_QUOTA = 8 * 1024 ** 3
+
+_UNITS = {
+    "": 1,
+    "k": 1000, "m": 1000 ** 2, "g": 1000 ** 3, "t": 1000 ** 4,
+    "ki": 1024, "mi": 1024 ** 2, "gi": 1024 ** 3, "ti": 1024 ** 4,
+}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtKMGT]i?)?[bB]?\s*$")
+SIZE_HELP = ("a whole number of bytes, or a number with a unit: K, M, G, T (powers of 1000; KB, MB, GB, TB too) "
+             "or Ki, Mi, Gi, Ti (powers of 1024; KiB, MiB, GiB, TiB too), e.g. 8GiB")
+
+
+def parse_bytes(value):
+    """Bytes in `value` (int, or text such as '8GiB', '8Gi', '8G', '8589934592'); ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("%r is not a size: give %s" % (value, SIZE_HELP))
+    if isinstance(value, int):
+        number, unit = value, ""
+    else:
+        match = _SIZE.match(str(value))
+        if not match:
+            raise ValueError("%r is not a size: give %s" % (value, SIZE_HELP))
+        number, unit = match.group(1), (match.group(2) or "").lower()
+        number = float(number) if "." in number else int(number)
+    size = int(number * _UNITS[unit])
+    if size != number * _UNITS[unit]:
+        raise ValueError("%r is not a whole number of bytes" % (value,))
+    if size <= 0:
+        raise ValueError("%r must be more than 0 bytes" % (value,))
+    return size
+
+
+def quorum(members):
+    """Votes a cluster of `members` voting members needs."""
+    return members // 2 + 1
+
+
+def member_id(value):
+    """etcdctl's JSON carries IDs as unsigned decimals; member commands take them in hex."""
+    return "%x" % int(value)
+
+
+def parse_member_list(text):
+    """`etcdctl member list -w json` → [{id, name, peer_urls, client_urls, learner}] (name '' = not started)."""
+    data = json.loads(text)
+    members = []
+    for m in data.get("members", []):
+        members.append(dict(
+            id=member_id(m["ID"]), name=m.get("name", ""), peer_urls=list(m.get("peerURLs", [])),
+            client_urls=list(m.get("clientURLs", [])), learner=bool(m.get("isLearner", False))))
+    return members
+
+
+def _json_list(text):
+    """etcdctl prints a JSON list (or nothing, when every endpoint failed); anything after it is ignored."""
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        value, _end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def parse_endpoint_status(text):
+    """`etcdctl endpoint status -w json` → [{endpoint, member_id, leader, revision, db_size, raft_index}]."""
+    out = []
+    for e in _json_list(text):
+        st = e.get("Status", {})
+        header = st.get("header", {})
+        out.append(dict(
+            endpoint=e.get("Endpoint", ""), member_id=member_id(header.get("member_id", 0)),
+            leader=member_id(st.get("leader", 0)), revision=int(header.get("revision", 0)),
+            db_size=int(st.get("dbSize", 0)), db_size_in_use=int(st.get("dbSizeInUse", 0)),
+            raft_index=int(st.get("raftIndex", 0)), version=st.get("version", "")))
+    return out
+
+
+def parse_endpoint_health(text):
+    """`etcdctl endpoint health -w json` → {endpoint: (healthy, error)}."""
+    return dict((e.get("endpoint", ""), (bool(e.get("health")), e.get("error", "")))
+                for e in _json_list(text))
+
+
+def parse_alarms(text):
+    """`etcdctl alarm list` lines ('memberID:123 alarm:NOSPACE ') → [{member_id, alarm}]."""
+    alarms = []
+    for line in text.splitlines():
+        match = re.match(r"^\s*memberID:(\d+)\s+alarm:(\S+)", line)
+        if match:
+            alarms.append(dict(member_id=member_id(match.group(1)), alarm=match.group(2)))
+    return alarms
+
+
+def parse_initial_cluster(text):
+    """The ETCD_INITIAL_CLUSTER value `etcdctl member add` prints for the new member's first start."""
+    for line in text.splitlines():
+        match = re.match(r'^ETCD_INITIAL_CLUSTER="(.*)"\s*$', line.strip())
+        if match:
+            return match.group(1)
+    return None
+
+
+def is_member(m, name, peer_urls=()):
+    """Member `m` is the one named `name`, or (not started yet, so nameless) the one at `peer_urls`."""
+    return (bool(name) and m["name"] == name) or bool(set(m["peer_urls"]) & set(peer_urls or ()))
+
+
+def assess(members, health, statuses, name, peer_urls=()):
+    """Cluster health as data, and whether member `name` may be stopped without losing quorum.
+
+    `health` maps client URL → (healthy, error) and `statuses` is parse_endpoint_status' list.
+    A member counts as healthy when one of its client URLs answered healthy.
+    """
+    voting = [m for m in members if not m["learner"]]
+    by_id = dict((s["member_id"], s) for s in statuses)
+    rows = []
+    for m in members:
+        answers = [health[u] for u in m["client_urls"] if u in health]
+        healthy = any(a[0] for a in answers)
+        error = "; ".join(a[1] for a in answers if a[1]) or ("" if healthy else "no answer")
+        st = by_id.get(m["id"], {})
+        rows.append(dict(m, healthy=healthy, error=error, revision=st.get("revision"),
+                         db_size=st.get("db_size"), started=bool(m["name"])))
+    leaders = set(s["leader"] for s in statuses if s["leader"] != "0")
+    leader = leaders.pop() if len(leaders) == 1 else None
+    leader_rev = by_id.get(leader, {}).get("revision") if leader else None
+    need = quorum(len(voting))
+    healthy_voting = [r for r in rows if r["healthy"] and not r["learner"]]
+    others = [r for r in healthy_voting if not is_member(r, name, peer_urls)]
+    me = [r for r in rows if is_member(r, name, peer_urls)]
+    return dict(
+        members=rows, voting=len(voting), healthy=len(healthy_voting), quorum=need,
+        has_quorum=len(healthy_voting) >= need, all_healthy=len(healthy_voting) == len(voting) and bool(voting),
+        leader=leader, leader_revision=leader_rev, member_present=bool(me),
+        member=me[0] if me else None,
+        healthy_without_member=len(others), can_stop_member=len(others) >= need,
+        db_size=max([s["db_size"] for s in statuses] or [0]))
+
+
+class Etcdctl(object):
+    """etcdctl v3 argv built in one place (endpoints and TLS files), run through `run(argv) -> (rc, out, err)`."""
+
+    def __init__(self, run, binary="etcdctl", endpoints=(), cacert=None, cert=None, key=None, timeout=5):
+        self.run = run
+        self.binary = binary
+        self.endpoints = list(endpoints)
+        self.tls = []
+        for flag, value in (("--cacert", cacert), ("--cert", cert), ("--key", key)):
+            if value:
+                self.tls.append("%s=%s" % (flag, value))
+        self.timeout = timeout
+
+    def argv(self, args, endpoints=None):
+        eps = self.endpoints if endpoints is None else endpoints
+        return ([self.binary, "--endpoints=" + ",".join(eps), "--command-timeout=%ds" % self.timeout,
+                 "--dial-timeout=%ds" % min(self.timeout, 3)] + self.tls + list(args))
+
+    def call(self, args, endpoints=None):
+        return self.run(self.argv(args, endpoints))
+
+    def member_list(self, endpoints=None):
+        rc, out, err = self.call(["member", "list", "-w", "json"], endpoints)
+        if rc != 0:
+            raise EtcdError("etcdctl member list failed: %s" % (err.strip() or out.strip()))
+        return parse_member_list(out)
+
+    def health(self, urls):
+        if not urls:
+            return {}
+        _rc, out, _err = self.call(["endpoint", "health", "-w", "json"], urls)
+        found = parse_endpoint_health(out)
+        for url in urls:
+            found.setdefault(url, (False, "no answer"))
+        return found
+
+    def status(self, urls):
+        if not urls:
+            return []
+        _rc, out, _err = self.call(["endpoint", "status", "-w", "json"], urls)
+        return parse_endpoint_status(out)
+
+    def alarms(self, endpoints=None):
+        rc, out, err = self.call(["alarm", "list"], endpoints)
+        if rc != 0:
+            raise EtcdError("etcdctl alarm list failed: %s" % (err.strip() or out.strip()))
+        return parse_alarms(out)
+
+    def member_remove(self, ident, endpoints=None):
+        rc, out, err = self.call(["member", "remove", ident], endpoints)
+        if rc != 0:
+            raise EtcdError("etcdctl member remove %s failed: %s" % (ident, err.strip() or out.strip()))
+
+    def member_add(self, name, peer_urls, endpoints=None):
+        rc, out, err = self.call(["member", "add", name, "--peer-urls=" + ",".join(peer_urls)], endpoints)
+        if rc != 0:
+            raise EtcdError("etcdctl member add %s failed: %s" % (name, err.strip() or out.strip()))
+        return parse_initial_cluster(out)
+
+
+class EtcdError(Exception):
+    pass
+
+
+def survey(ctl, name, endpoints=None, peer_urls=()):
+    """Members (from the first endpoint that answers), their health and status, assessed for member `name`."""
+    last = None
+    for ep in (endpoints if endpoints is not None else ctl.endpoints):
+        try:
+            members = ctl.member_list([ep])
+            break
+        except EtcdError as exc:
+            last = exc
+    else:
+        raise EtcdError("no endpoint answered (%s): %s" % (", ".join(endpoints or ctl.endpoints), last))
+    urls = sorted(set(u for m in members for u in m["client_urls"]))
+    health = ctl.health(urls)
+    statuses = ctl.status([u for u in urls if health.get(u, (False,))[0]])
+    return assess(members, health, statuses, name, peer_urls)
+
+
+def initial_cluster(members, name, peer_urls):
+    """ETCD_INITIAL_CLUSTER for member `name` joining `members` (itself listed nameless until it starts)."""
+    pairs = []
+    for m in members:
+        member_name = name if is_member(m, name, peer_urls) else m["name"]
+        for url in m["peer_urls"]:
+            pairs.append("%s=%s" % (member_name, url))
+    return ",".join(pairs)

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private: extraArgs of a component in kubeadm's ClusterConfiguration (v1beta3 map, v1beta4 list), as data."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+COMPONENTS = ("apiServer", "controllerManager", "scheduler")
+_ARG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class KubeadmError(Exception):
+    pass
+
+
+def cluster_configuration(docs):
+    """The ClusterConfiguration among the YAML documents of a kubeadm config file."""
+    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "ClusterConfiguration"]
+    if len(found) != 1:
+        raise KubeadmError("expected one ClusterConfiguration document, found %d" % len(found))
+    api = str(found[0].get("apiVersion", ""))
+    if not api.startswith("kubeadm.k8s.io/"):
+        raise KubeadmError("apiVersion %r is not kubeadm.k8s.io/..." % api)
+    return found[0]
+
+
+def get_args(cfg, component):
+    """{name: value} of the component's extraArgs, for either layout."""
+    extra = (cfg.get(component) or {}).get("extraArgs")
+    if extra is None:
+        return {}
+    if isinstance(extra, dict):  # v1beta3 and older
+        return dict((str(k), str(v)) for k, v in extra.items())
+    if isinstance(extra, list):  # v1beta4: [{name, value}]
+        return dict((str(a.get("name")), str(a.get("value"))) for a in extra if isinstance(a, dict))
+    raise KubeadmError("%s.extraArgs is neither a mapping nor a list" % component)
+
+
+def set_args(cfg, component, args):
+    """Set (None removes) each of `args` in the component's extraArgs in place; returns the changed names."""
+    if component not in COMPONENTS:
+        raise KubeadmError("component %r is not one of %s" % (component, ", ".join(COMPONENTS)))
+    for name in args:
+        if not _ARG.match(name or ""):
+            raise KubeadmError("%r is not an argument name (without leading dashes, e.g. etcd-servers-overrides)"
+                               % (name,))
+    v1beta4 = str(cfg.get("apiVersion", "")).endswith("/v1beta4")
+    section = cfg.setdefault(component, {}) or {}
+    cfg[component] = section
+    extra = section.get("extraArgs")
+    changed = []
+    if v1beta4 or isinstance(extra, list):
+        items = list(extra or [])
+        for name, value in args.items():
+            hits = [a for a in items if isinstance(a, dict) and a.get("name") == name]
+            if value is None:
+                if hits:
+                    items = [a for a in items if a not in hits]
+                    changed.append(name)
+                continue
+            if hits:
+                if hits[0].get("value") != value or len(hits) > 1:
+                    hits[0]["value"] = value
+                    items = [a for a in items if a is hits[0] or a not in hits]
+                    changed.append(name)
+            else:
+                items.append({"name": name, "value": value})
+                changed.append(name)
+        section["extraArgs"] = items
+    else:
+        mapping = dict(extra or {})
+        for name, value in args.items():
+            if value is None:
+                if name in mapping:
+                    del mapping[name]
+                    changed.append(name)
+            elif mapping.get(name) != value:
+                mapping[name] = value
+                changed.append(name)
+        section["extraArgs"] = mapping
+    return sorted(changed)

@@ -1,0 +1,225 @@
+"""Against the lab, after `make site` (tests/integration/site_twice.sh) moved the main etcd (Debian's etcd 3.4, three
+members, formed by lab.py on the OS disk with 300 keys) onto the local SSDs - with --check predicting it task for
+task, quorum polled through the whole run and a second run changing nothing: every member is on its SSD with every
+key; bad input changes nothing; a failed move restarts the member where it was; a member whose SSD was wiped rejoins;
+a rejoin that would lose quorum is refused. The tests run in order.
+"""
+
+import hashlib
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
+MEMBERS = ["etcd-1", "etcd-2", "etcd-3"]
+KEYS = 300
+SSD_DIR = "/mnt/local-ssd/etcd"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+
+
+def node(name, *argv, check=True):
+    proc = subprocess.run(["docker", "exec", "kslab-" + name] + list(argv), capture_output=True, text=True,
+                          check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s: %s failed: %s" % (name, " ".join(argv), proc.stderr))
+    return proc
+
+
+def endpoints():
+    with open(HOSTS) as f:
+        inv = yaml.safe_load(f)
+    hosts = inv["all"]["children"]["etcd"]["hosts"]
+    return ",".join("http://%s:2379" % hosts[m]["lab_ip"] for m in MEMBERS)
+
+
+def etcdctl(via, *args, check=True):
+    return node(via, "etcdctl", "--endpoints=" + endpoints(), "--command-timeout=5s", *args, check=check)
+
+
+def keys_on(member):
+    """The test keys member `member` holds itself (serializable read against its own endpoint only)."""
+    out = node(member, "etcdctl", "--endpoints=http://127.0.0.1:2379", "get", "--consistency=s", "--prefix",
+               "/kubescale-test/", check=False).stdout.splitlines()
+    return dict(zip(out[0::2], out[1::2]))
+
+
+def playbook(*args):
+    return subprocess.run(["ansible-playbook"] + list(args), cwd=REPO, env=ENV, capture_output=True, text=True,
+                          check=False)
+
+
+def recap(proc, host):
+    match = re.search(r"^%s\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=0\s+failed=(\d+)" % re.escape(host),
+                      proc.stdout, re.M)
+    assert match, proc.stdout[-3000:]
+    return dict(ok=int(match.group(1)), changed=int(match.group(2)), failed=int(match.group(3)))
+
+
+def results(proc, host):
+    """{task: status} of one host in a default-callback log: what differs when --check mispredicts."""
+    out, task = [], None
+    for line in proc.stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:].rsplit("]", 1)[0]
+        match = re.match(r"^(ok|changed|skipping|fatal|failed): \[([^\]]+)\]", line)
+        if match and match.group(2) == host:
+            out.append("%s\t%s" % (match.group(1), task))
+    return out
+
+
+def data_dir(member):
+    env = node(member, "cat", "/etc/default/etcd").stdout
+    return re.search(r'^ETCD_DATA_DIR="?([^"\n]*)"?$', env, re.M).group(1)
+
+
+def fingerprint(member):
+    """What a refused run must leave as it was: the member's config, its data directory, the member list."""
+    out = node(member, "sh", "-c", "cat /etc/default/etcd /etc/ansible/facts.d/kubescale_etcd_local_disk.fact "
+               "2>/dev/null; ls -la --time-style=+ /var/lib/etcd /mnt/local-ssd %s; systemctl is-active etcd" % SSD_DIR,
+               check=False).stdout
+    members = etcdctl(member, "member", "list").stdout
+    return hashlib.sha256((out + members).encode()).hexdigest()
+
+
+class Poller(threading.Thread):
+    """Linearizable reads through every endpoint, a few per second: each needs a quorum to answer."""
+
+    def __init__(self, via):
+        super().__init__(daemon=True)
+        self.via = via
+        self.stop = threading.Event()
+        self.ok = 0
+        self.failures = []
+
+    def run(self):
+        while not self.stop.is_set():
+            proc = etcdctl(self.via, "get", "/kubescale-test/1", check=False)
+            if proc.returncode == 0 and "value-1" in proc.stdout:
+                self.ok += 1
+            else:
+                self.failures.append((time.strftime("%H:%M:%S"), proc.stderr.strip()[-200:]))
+            time.sleep(0.3)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.join()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The lab's cluster on the SSDs (converged here when `make site` did not run before)."""
+    if any(data_dir(m) != SSD_DIR for m in MEMBERS):
+        proc = playbook("playbooks/etcd.yml")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    return MEMBERS
+
+
+def test_every_member_is_on_its_ssd_with_every_key(cluster):
+    for m in MEMBERS:
+        assert data_dir(m) == SSD_DIR
+        assert node(m, "findmnt", "-n", "-o", "SOURCE", "-T", SSD_DIR).stdout.strip() == "/dev/sdb"
+        assert node(m, "sh", "-c", "ls -d /var/lib/etcd/default.pre-ssd-*").stdout.strip()  # the backup
+        assert 'ETCD_QUOTA_BACKEND_BYTES="8589934592"' in node(m, "cat", "/etc/default/etcd").stdout
+        assert len(keys_on(m)) == KEYS, m
+    status = etcdctl("etcd-1", "endpoint", "status", "-w", "json").stdout
+    assert status.count('"Endpoint"') == 3
+
+
+def test_bad_input_is_refused_and_changes_nothing(cluster):
+    before = fingerprint("etcd-1")
+    cases = [  # (extra vars, the message, whether our validation (not the argument spec) answers)
+        ("etcd_local_disk_quota_backend_bytes=8X", "etcd_local_disk_quota_backend_bytes: '8X' is not a size", True),
+        ("etcd_local_disk_quota_backend_bytes=-1", "etcd_local_disk_quota_backend_bytes: '-1' is not a size", True),
+        ("etcd_local_disk_quota_backend_bytes=0", "'0' must be more than 0 bytes", True),
+        ("etcd_local_disk_mode=podman", "etcd_local_disk_mode must be one of: auto, systemd, static_pod", False),
+        ("etcd_local_disk_data_dir=relative/etcd", "etcd_local_disk_data_dir (relative/etcd) must be an absolute", True),
+        ('{"etcd_local_disk_endpoints": ["10.0.0.1:2379"]}', "etcd_local_disk_endpoints must be a list of client URLs",
+         True),
+        ("etcd_local_disk_backup_keep=-1", "etcd_local_disk_backup_keep (-1) must be a whole number, 0 or more", True),
+        ("etcd_local_disk_data_dir=/mnt/local-ssd/etcd2 etcd_local_disk_max_p99_ms=0.0001",
+         "etcd member etcd-1 stays on /mnt/local-ssd/etcd: fdatasync p99", True),
+    ]
+    for extra, message, ours in cases:
+        proc = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1", "-e", extra)
+        assert proc.returncode != 0, extra
+        assert message in proc.stdout, (extra, proc.stdout[-2500:])
+        assert "Nothing was changed" in proc.stdout or not ours, extra
+    assert fingerprint("etcd-1") == before
+
+
+def test_failed_move_restarts_the_member_on_its_old_directory(cluster):
+    # From the SSD to a target too small for etcd's preallocated WAL (64 MiB) but big enough for the latency probe
+    # (46 MB): the copy is refused after the member was stopped.
+    node("etcd-1", "sh", "-c", "mkdir -p /mnt/tiny && (mountpoint -q /mnt/tiny || mount -t tmpfs -o size=56m tmpfs /mnt/tiny)")
+    try:
+        with Poller("etcd-3") as poll:
+            proc = playbook("playbooks/etcd.yml", "-l", "etcd-1", "-e", "etcd_local_disk_data_dir=/mnt/tiny/etcd")
+        assert proc.returncode != 0
+        assert "moving to /mnt/tiny/etcd failed at 'Copy the data directory" in proc.stdout, proc.stdout[-3000:]
+        assert "runs again on %s" % SSD_DIR in proc.stdout
+        assert re.search(r"etcd-1\s+: .*rescued=1", proc.stdout)
+        assert data_dir("etcd-1") == SSD_DIR
+        assert node("etcd-1", "systemctl", "is-active", "etcd").stdout.strip() == "active"
+        assert len(keys_on("etcd-1")) == KEYS
+        assert poll.failures == [] and poll.ok > 0, poll.failures
+    finally:
+        node("etcd-1", "sh", "-c", "umount /mnt/tiny; rmdir /mnt/tiny", check=False)
+
+
+def test_a_member_an_interrupted_run_left_stopped_is_started(cluster):
+    # what a run killed between "Stop the member" and "Start the member on the SSD" leaves behind
+    node("etcd-3", "systemctl", "stop", "etcd")
+    proc = playbook("tests/integration/etcd_role.yml", "-l", "etcd-3")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"changed: \[etcd-3\]", proc.stdout.split("Start a member an interrupted run left stopped")[1])
+    assert node("etcd-3", "systemctl", "is-active", "etcd").stdout.strip() == "active"
+    assert len(keys_on("etcd-3")) == KEYS
+
+
+def test_a_wiped_member_rejoins_and_resyncs(cluster):
+    old_id = [line for line in etcdctl("etcd-1", "member", "list").stdout.splitlines() if ", etcd-2, " in line]
+    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
+                   check=True, capture_output=True)
+    assert len(keys_on("etcd-2")) == 0  # the data went with the SSD
+    with Poller("etcd-1") as poll:
+        proc = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert re.search(r"changed: \[etcd-2\]", proc.stdout.split("Re-add the member through a healthy peer")[1])
+    assert len(keys_on("etcd-2")) == KEYS
+    new = [line for line in etcdctl("etcd-1", "member", "list").stdout.splitlines() if ", etcd-2, " in line]
+    assert new and new[0].split(",")[0] != old_id[0].split(",")[0]  # a new member ID
+    assert "started" in new[0]
+    assert poll.failures == [] and poll.ok > 0, poll.failures
+    again = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+    assert again.returncode == 0 and recap(again, "etcd-2")["changed"] == 0, again.stdout[-3000:]
+
+
+def test_rejoin_is_refused_when_it_would_lose_quorum(cluster):
+    node("etcd-3", "systemctl", "stop", "etcd")
+    try:
+        subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
+                       check=True, capture_output=True)
+        members = etcdctl("etcd-1", "member", "list", check=False).stdout
+        proc = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+        assert proc.returncode != 0
+        assert re.search(r"member etcd-2 cannot be re-added: only \d of the other members answer healthy and the "
+                         r"cluster needs 2 votes", proc.stdout), proc.stdout[-3000:]
+        assert etcdctl("etcd-1", "member", "list", check=False).stdout == members
+    finally:
+        node("etcd-3", "systemctl", "start", "etcd")
+    proc = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    for m in MEMBERS:
+        assert len(keys_on(m)) == KEYS, m

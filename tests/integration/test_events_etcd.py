@@ -1,0 +1,176 @@
+"""Against the lab: the Events etcd cluster (etcd-events-1) speaks TLS with client certificates only, kube-apiserver's
+own etcd client certificate on cp-1 is trusted, the kubeadm-shaped manifest gets exactly the override, and nothing is
+wired (or changed) when the cluster is down or the input is bad. Runs after `make site` converged the lab."""
+
+import hashlib
+import os
+import re
+import subprocess
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
+MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+KUBEADM_CONFIG = "/etc/kubernetes/kubeadm-config.yaml"
+PKI = "/etc/kubernetes/pki"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+
+
+def node(name, *argv, check=True, stdin=None):
+    proc = subprocess.run(["docker", "exec", "-i", "kslab-" + name] + list(argv), capture_output=True, text=True,
+                          check=False, input=stdin)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s: %s failed: %s" % (name, " ".join(argv), proc.stderr))
+    return proc
+
+
+def lab_ip(host):
+    with open(HOSTS) as f:
+        inv = yaml.safe_load(f)
+    for group in inv["all"]["children"].values():
+        if host in ((group or {}).get("hosts") or {}):
+            return group["hosts"][host]["lab_ip"]
+    raise KeyError(host)
+
+
+def events_url():
+    return "https://%s:2383" % lab_ip("etcd-events-1")
+
+
+def apiserver_etcdctl(*args, url=None, tls=True):
+    argv = ["etcdctl", "--endpoints=" + (url or events_url()), "--command-timeout=5s", "--dial-timeout=3s"]
+    if tls:
+        argv += ["--cacert=%s/etcd/ca.crt" % PKI, "--cert=%s/apiserver-etcd-client.crt" % PKI,
+                 "--key=%s/apiserver-etcd-client.key" % PKI]
+    return node("cp-1", *(argv + list(args)), check=False)
+
+
+def playbook(*args):
+    return subprocess.run(["ansible-playbook"] + list(args), cwd=REPO, env=ENV, capture_output=True, text=True,
+                          check=False)
+
+
+def manifest_command():
+    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
+    return pod["spec"]["containers"][0]["command"]
+
+
+def fixture_command():
+    with open(os.path.join(REPO, "lab", "fixtures", "kube-apiserver.yaml.tmpl")) as f:
+        text = f.read()
+    servers = ",".join("http://%s:2379" % lab_ip(m) for m in ("etcd-1", "etcd-2", "etcd-3"))
+    text = text.replace("__ADDRESS__", lab_ip("cp-1")).replace("__ETCD_SERVERS__", servers)
+    return yaml.safe_load(text)["spec"]["containers"][0]["command"]
+
+
+def sha(host, *paths):
+    return hashlib.sha256(node(host, "cat", *paths).stdout.encode()).hexdigest()
+
+
+def test_tls_with_the_apiservers_client_certificate_and_nothing_else():
+    put = apiserver_etcdctl("put", "/registry/events/default/kubescale-test", "seen")
+    assert put.returncode == 0, put.stderr
+    got = apiserver_etcdctl("get", "/registry/events/default/kubescale-test", "--print-value-only")
+    assert got.stdout.strip() == "seen"
+    # plain HTTP on the client port: refused
+    plain = apiserver_etcdctl("get", "x", url="http://%s:2383" % lab_ip("etcd-events-1"), tls=False)
+    assert plain.returncode != 0
+    # TLS without a client certificate: refused (client-cert-auth)
+    anon = node("cp-1", "etcdctl", "--endpoints=" + events_url(), "--cacert=%s/etcd/ca.crt" % PKI,
+                "--command-timeout=5s", "--dial-timeout=3s", "get", "x", check=False)
+    assert anon.returncode != 0
+    # its own ports, the main etcd's untouched; data on the SSD; metrics over plain HTTP on 2385
+    env = node("etcd-events-1", "cat", "/etc/kubescale/etcd-events.env").stdout
+    assert 'ETCD_DATA_DIR="/mnt/local-ssd/etcd-events"' in env and 'ETCD_CLIENT_CERT_AUTH="true"' in env
+    assert node("etcd-events-1", "findmnt", "-n", "-o", "SOURCE", "-T", "/mnt/local-ssd/etcd-events").stdout.strip() \
+        == "/dev/sdb"
+    metrics = node("etcd-events-1", "python3", "-c", "import urllib.request as u; print(u.urlopen("
+                   "'http://%s:2385/metrics').read().decode())" % lab_ip("etcd-events-1")).stdout
+    assert "etcd_server_has_leader 1" in metrics
+
+
+def test_manifest_gets_exactly_the_override():
+    want = fixture_command() + ["--etcd-servers-overrides=/events#" + events_url()]
+    assert manifest_command() == want
+
+
+def test_kubeadm_configuration_gets_the_same_override_in_extra_args():
+    docs = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
+    assert [d["kind"] for d in docs] == ["InitConfiguration", "ClusterConfiguration"]
+    assert docs[1]["apiServer"]["extraArgs"] == {"audit-log-maxage": "30", "authorization-mode": "Node,RBAC",
+                                                 "etcd-servers-overrides": "/events#" + events_url()}
+    assert docs[1]["etcd"]["external"]["certFile"] == PKI + "/apiserver-etcd-client.crt"
+
+
+def test_an_existing_override_is_kept_and_a_stale_events_one_replaced():
+    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
+    cmd = [a for a in pod["spec"]["containers"][0]["command"] if not a.startswith("--etcd-servers-overrides=")]
+    cmd.append("--etcd-servers-overrides=/events#https://10.9.9.9:2383,coordination.k8s.io/leases#http://10.8.8.8:2379")
+    pod["spec"]["containers"][0]["command"] = cmd
+    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
+    proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    overrides = [a for a in manifest_command() if a.startswith("--etcd-servers-overrides=")]
+    assert overrides == ["--etcd-servers-overrides=/events#%s,coordination.k8s.io/leases#http://10.8.8.8:2379"
+                         % events_url()]
+    # back to the fixture's shape for the other tests
+    pod["spec"]["containers"][0]["command"] = fixture_command()
+    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
+    assert playbook("tests/integration/events_role.yml", "-l", "cp-1").returncode == 0
+    assert manifest_command() == fixture_command() + ["--etcd-servers-overrides=/events#" + events_url()]
+
+
+def test_events_cluster_down_leaves_the_manifest_as_it_was():
+    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
+    pod["spec"]["containers"][0]["command"] = fixture_command()
+    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
+    cfg = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
+    del cfg[1]["apiServer"]["extraArgs"]["etcd-servers-overrides"]
+    node("cp-1", "sh", "-c", "cat > " + KUBEADM_CONFIG,
+         stdin=yaml.safe_dump_all(cfg, default_flow_style=False, sort_keys=False))
+    before = (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG))
+    node("etcd-events-1", "systemctl", "stop", "etcd-events")
+    try:
+        proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
+        assert proc.returncode != 0
+        assert "The Events etcd cluster does not answer healthy from cp-1" in proc.stdout, proc.stdout[-3000:]
+        assert "was left as it was" in proc.stdout
+        assert (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG)) == before
+    finally:
+        node("etcd-events-1", "systemctl", "start", "etcd-events")
+    proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "--etcd-servers-overrides=/events#" + events_url() in manifest_command()
+    cfg = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
+    assert cfg[1]["apiServer"]["extraArgs"]["etcd-servers-overrides"] == "/events#" + events_url()
+
+
+@pytest.mark.parametrize("play,extra,message", [
+    ("etcd_events", "events_etcd_client_port=2379", "events_etcd ports 2379 clash with the main etcd"),
+    ("etcd_events", "events_etcd_metrics_port=2381", "events_etcd ports 2381 clash with the main etcd"),
+    ("etcd_events", "events_etcd_peer_port=2383", "events_etcd_client_port, events_etcd_peer_port and "
+     "events_etcd_metrics_port must differ"),
+    ("etcd_events", "events_etcd_client_port=70000", "must be ports (1-65535)"),
+    ("etcd_events", '{"events_etcd_members": ["etcd-events-1", "cp-1"]}', "events_etcd_members has 2 members: give an "
+     "odd number"),
+    ("etcd_events", "events_etcd_quota_backend_bytes=8X", "events_etcd_quota_backend_bytes: '8X' is not a size"),
+    ("etcd_events", "events_etcd_auto_compaction_mode=daily", "events_etcd_auto_compaction_mode is daily, allowed: "
+     "periodic, revision"),
+    ("control_plane", '{"events_etcd_members": ["ghost-1"]}', "events_etcd_members: ghost-1 not in the inventory"),
+    ("control_plane", "events_etcd_apiserver_resource=events", "events_etcd_apiserver_resource (events) must be "
+     "group/resource"),
+])
+def test_bad_input_changes_nothing(play, extra, message):
+    files = ["/etc/kubescale/etcd-events.env", "/etc/systemd/system/etcd-events.service"]
+    before = (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG))
+    host = "etcd-events-1" if play == "etcd_events" else "cp-1"
+    proc = playbook("tests/integration/events_role.yml", "-l", host, "-e", extra)
+    assert proc.returncode != 0
+    assert message in proc.stdout, proc.stdout[-2500:]
+    assert "Nothing was changed" in proc.stdout
+    assert (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG)) == before
+    assert re.search(r"%s\s+: ok=\d+\s+changed=0 " % host, proc.stdout)

@@ -1,0 +1,120 @@
+"""etcd sizes, etcdctl 3.4 output parsing and the quorum arithmetic the roles decide on."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_bytes, etcd_bytes_error
+from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd as e
+
+# Real etcdctl 3.4.23 output from the lab's three-member cluster.
+MEMBERS = ('{"header":{"cluster_id":10212111345595628082,"member_id":368625948980461576,"raft_term":2},"members":['
+           '{"ID":368625948980461576,"name":"etcd-1","peerURLs":["http://172.30.213.10:2380"],'
+           '"clientURLs":["http://172.30.213.10:2379"]},'
+           '{"ID":2880850053003620739,"name":"etcd-3","peerURLs":["http://172.30.213.12:2380"],'
+           '"clientURLs":["http://172.30.213.12:2379"]},'
+           '{"ID":4463234664538868973,"name":"etcd-2","peerURLs":["http://172.30.213.11:2380"],'
+           '"clientURLs":["http://172.30.213.11:2379"]}]}')
+STATUS = ('[{"Endpoint":"http://172.30.213.10:2379","Status":{"header":{"cluster_id":10212111345595628082,'
+          '"member_id":368625948980461576,"revision":301,"raft_term":2},"version":"3.4.23","dbSize":53248,'
+          '"leader":368625948980461576,"raftIndex":308,"raftTerm":2,"raftAppliedIndex":308,"dbSizeInUse":53248}},'
+          '{"Endpoint":"http://172.30.213.12:2379","Status":{"header":{"cluster_id":10212111345595628082,'
+          '"member_id":2880850053003620739,"revision":299,"raft_term":2},"version":"3.4.23","dbSize":61440,'
+          '"leader":368625948980461576,"raftIndex":306,"raftTerm":2,"raftAppliedIndex":306,"dbSizeInUse":53248}}]')
+HEALTH = ('[{"endpoint":"http://172.30.213.10:2379","health":true,"took":"6.722847ms"},'
+          '{"endpoint":"http://172.30.213.12:2379","health":true,"took":"10.508362ms"},'
+          '{"endpoint":"http://172.30.213.11:2379","health":false,"took":"5s",'
+          '"error":"context deadline exceeded"}]\nError: unhealthy cluster\n')
+
+
+@pytest.mark.parametrize("value,size", [
+    ("8GiB", 8 * 1024 ** 3), ("8Gi", 8 * 1024 ** 3), ("8G", 8 * 1000 ** 3), ("8GB", 8 * 1000 ** 3),
+    ("512MiB", 512 * 1024 ** 2), ("8589934592", 8589934592), (8589934592, 8589934592), ("1.5Gi", 1610612736),
+    (" 4 GiB ", 4 * 1024 ** 3), ("1ki", 1024),
+])
+def test_sizes(value, size):
+    assert e.parse_bytes(value) == size
+    assert etcd_bytes(value) == size
+    assert etcd_bytes_error(value) == ""
+
+
+@pytest.mark.parametrize("value", ["8X", "-1", "0", "", "GiB", "8 GiBs", "1.5", True, "8e9", "0.1"])
+def test_bad_sizes(value):
+    with pytest.raises(ValueError):
+        e.parse_bytes(value)
+    with pytest.raises(AnsibleFilterError):
+        etcd_bytes(value)
+    assert "allowed" in etcd_bytes_error(value) or "bytes" in etcd_bytes_error(value)
+
+
+def test_quorum():
+    assert [e.quorum(n) for n in (1, 2, 3, 4, 5)] == [1, 2, 2, 3, 3]
+
+
+def test_member_list_ids_are_hex():
+    members = e.parse_member_list(MEMBERS)
+    assert [m["name"] for m in members] == ["etcd-1", "etcd-3", "etcd-2"]
+    assert members[0]["id"] == "51d9f58f7f8c008"  # what `etcdctl member list` prints and `member remove` takes
+    assert members[0]["client_urls"] == ["http://172.30.213.10:2379"]
+
+
+def test_health_tolerates_the_trailing_error():
+    health = e.parse_endpoint_health(HEALTH)
+    assert health["http://172.30.213.11:2379"] == (False, "context deadline exceeded")
+    assert health["http://172.30.213.10:2379"] == (True, "")
+    assert e.parse_endpoint_health("") == {}
+
+
+def test_assess_one_member_down():
+    members = e.parse_member_list(MEMBERS)
+    info = e.assess(members, e.parse_endpoint_health(HEALTH), e.parse_endpoint_status(STATUS), "etcd-1")
+    assert (info["voting"], info["healthy"], info["quorum"]) == (3, 2, 2)
+    assert info["has_quorum"] and not info["all_healthy"]
+    # stopping etcd-1 would leave etcd-3 alone: 1 < 2
+    assert info["healthy_without_member"] == 1 and not info["can_stop_member"]
+    assert info["leader"] == "51d9f58f7f8c008" and info["leader_revision"] == 301
+    assert info["member"]["revision"] == 301 and info["db_size"] == 61440
+    down = e.assess(members, e.parse_endpoint_health(HEALTH), e.parse_endpoint_status(STATUS), "etcd-2")
+    # etcd-2 is the one down: the other two are healthy, so it may be stopped (or re-added)
+    assert down["healthy_without_member"] == 2 and down["can_stop_member"]
+
+
+def test_nameless_member_is_found_by_peer_url():
+    members = e.parse_member_list(MEMBERS)
+    members[2]["name"] = ""  # added, not started yet
+    info = e.assess(members, {}, [], "etcd-2", ["http://172.30.213.11:2380"])
+    assert info["member_present"] and not info["member"]["started"]
+    assert e.initial_cluster(members, "etcd-2", ["http://172.30.213.11:2380"]) == (
+        "etcd-1=http://172.30.213.10:2380,etcd-3=http://172.30.213.12:2380,etcd-2=http://172.30.213.11:2380")
+
+
+def test_alarms():
+    assert e.parse_alarms("memberID:368625948980461576 alarm:NOSPACE \n") == [
+        {"member_id": "51d9f58f7f8c008", "alarm": "NOSPACE"}]
+    assert e.parse_alarms("") == []
+
+
+def test_etcdctl_argv_and_survey():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        if "member" in argv:
+            return 0, MEMBERS, ""
+        if "health" in argv:
+            return 1, HEALTH, "unhealthy cluster"
+        return 0, STATUS, ""
+
+    ctl = e.Etcdctl(run, "etcdctl", ["https://a:2379"], cacert="/ca", cert="/c", key="/k", timeout=5)
+    info = e.survey(ctl, "etcd-1")
+    assert calls[0] == ["etcdctl", "--endpoints=https://a:2379", "--command-timeout=5s", "--dial-timeout=3s",
+                        "--cacert=/ca", "--cert=/c", "--key=/k", "member", "list", "-w", "json"]
+    # health asked of every member's client URL in one call; status only of the healthy ones
+    assert calls[1][1] == "--endpoints=http://172.30.213.10:2379,http://172.30.213.11:2379,http://172.30.213.12:2379"
+    assert "http://172.30.213.11:2379" not in calls[2][1]
+    assert info["healthy"] == 2
+
+
+def test_survey_without_any_answer():
+    ctl = e.Etcdctl(lambda argv: (1, "", "connection refused"), "etcdctl", ["http://a:2379", "http://b:2379"])
+    with pytest.raises(e.EtcdError, match="no endpoint answered"):
+        e.survey(ctl, "x")
