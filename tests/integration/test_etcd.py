@@ -188,6 +188,27 @@ def test_a_member_an_interrupted_run_left_stopped_is_started(cluster):
     assert len(keys_on("etcd-3")) == KEYS
 
 
+def test_snapshots_to_the_os_disk_on_a_timer(cluster):
+    on = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1", "-e", "etcd_local_disk_snapshot=true",
+                  "-e", "etcd_local_disk_snapshot_keep=2")
+    assert on.returncode == 0, on.stdout[-3000:]
+    assert node("etcd-1", "systemctl", "is-enabled", "kubescale-etcd-snapshot.timer").stdout.strip() == "enabled"
+    for _ in range(3):
+        node("etcd-1", "systemctl", "start", "kubescale-etcd-snapshot.service")
+        time.sleep(1.1)  # one file per second (the name carries the time)
+    files = node("etcd-1", "sh", "-c", "ls /var/lib/kubescale/etcd-snapshots/").stdout.split()
+    assert len(files) == 2 and all(f.startswith("etcd-") and f.endswith(".db") for f in files), files
+    status = node("etcd-1", "etcdctl", "snapshot", "status", "/var/lib/kubescale/etcd-snapshots/" + files[-1],
+                  "-w", "json").stdout
+    assert int(re.search(r'"totalKey":(\d+)', status).group(1)) >= KEYS
+    off = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1")
+    assert off.returncode == 0, off.stdout[-3000:]
+    assert node("etcd-1", "test", "-e", "/etc/systemd/system/kubescale-etcd-snapshot.timer", check=False).returncode
+    assert len(node("etcd-1", "ls", "/var/lib/kubescale/etcd-snapshots/").stdout.split()) == 2  # kept
+    again = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1")
+    assert recap(again, "etcd-1")["changed"] == 0, again.stdout[-3000:]
+
+
 def test_a_wiped_member_rejoins_and_resyncs(cluster):
     old_id = [line for line in etcdctl("etcd-1", "member", "list").stdout.splitlines() if ", etcd-2, " in line]
     subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
