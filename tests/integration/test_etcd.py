@@ -81,10 +81,10 @@ def data_dir(member):
 
 
 def fingerprint(member):
-    """What a refused run must leave as it was: the member's config, its data directory, the member list."""
+    """What a refused run must leave as it was: the member's config, its data directories, the member list."""
     out = node(member, "sh", "-c", "cat /etc/default/etcd /etc/ansible/facts.d/kubescale_etcd_local_disk.fact "
-               "2>/dev/null; ls -la --time-style=+ /var/lib/etcd /mnt/local-ssd %s; systemctl is-active etcd" % SSD_DIR,
-               check=False).stdout
+               "2>/dev/null; ls -la --time-style=+ /var/lib/etcd /mnt /mnt/local-ssd /dev/shm %s; "
+               "systemctl is-active etcd" % SSD_DIR, check=False).stdout
     members = etcdctl(member, "member", "list").stdout
     return hashlib.sha256((out + members).encode()).hexdigest()
 
@@ -148,8 +148,11 @@ def test_bad_input_is_refused_and_changes_nothing(cluster):
         ('{"etcd_local_disk_endpoints": ["10.0.0.1:2379"]}', "etcd_local_disk_endpoints must be a list of client URLs",
          True),
         ("etcd_local_disk_backup_keep=-1", "etcd_local_disk_backup_keep (-1) must be a whole number, 0 or more", True),
-        ("etcd_local_disk_data_dir=/mnt/local-ssd/etcd2 etcd_local_disk_max_p99_ms=0.0001",
+        ("etcd_local_disk_data_dir=/dev/shm/etcd etcd_local_disk_max_p99_ms=0.0001",
          "etcd member etcd-1 stays on /mnt/local-ssd/etcd: fdatasync p99", True),
+        ("etcd_local_disk_data_dir=/mnt/local-ssd/etcd-copy", "/mnt/local-ssd is on the same filesystem as", True),
+        ("etcd_local_disk_data_dir=/mnt/not-mounted/etcd", "/mnt/not-mounted does not exist (is the SSD mounted?",
+         True),
     ]
     for extra, message, ours in cases:
         proc = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1", "-e", extra)
@@ -193,7 +196,7 @@ def test_snapshots_to_the_os_disk_on_a_timer(cluster):
                   "-e", "etcd_local_disk_snapshot_keep=2")
     assert on.returncode == 0, on.stdout[-3000:]
     assert node("etcd-1", "systemctl", "is-enabled", "kubescale-etcd-snapshot.timer").stdout.strip() == "enabled"
-    for _ in range(3):
+    for _attempt in range(3):
         node("etcd-1", "systemctl", "start", "kubescale-etcd-snapshot.service")
         time.sleep(1.1)  # one file per second (the name carries the time)
     files = node("etcd-1", "sh", "-c", "ls /var/lib/kubescale/etcd-snapshots/").stdout.split()

@@ -174,3 +174,19 @@ def test_bad_input_changes_nothing(play, extra, message):
     assert "Nothing was changed" in proc.stdout
     assert (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG)) == before
     assert re.search(r"%s\s+: ok=\d+\s+changed=0 " % host, proc.stdout)
+
+
+def test_a_wiped_events_member_starts_over_and_serves_again():
+    # A lone member whose SSD a redeploy wiped: at boot its unit finds an empty disk; converge starts it over (Events
+    # are short-lived: the API server writes them again).
+    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-events-1", "--disk", "blank"], cwd=REPO,
+                   check=True, capture_output=True)
+    proc = playbook("playbooks/etcd_events.yml", "-l", "etcd-events-1")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert apiserver_etcdctl("put", "/registry/events/default/after-wipe", "yes").returncode == 0
+    assert apiserver_etcdctl("get", "/registry/events/default/after-wipe", "--print-value-only").stdout.strip() == "yes"
+    again = playbook("playbooks/etcd_events.yml", "-l", "etcd-events-1")
+    assert again.returncode == 0 and re.search(r"etcd-events-1\s+: ok=\d+\s+changed=0 ", again.stdout), \
+        again.stdout[-3000:]
+    wired = playbook("tests/integration/events_role.yml", "-l", "cp-1")
+    assert wired.returncode == 0 and re.search(r"cp-1\s+: ok=\d+\s+changed=0 ", wired.stdout), wired.stdout[-3000:]
