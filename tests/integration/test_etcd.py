@@ -191,6 +191,29 @@ def test_a_member_an_interrupted_run_left_stopped_is_started(cluster):
     assert len(keys_on("etcd-3")) == KEYS
 
 
+def test_a_new_quota_restarts_the_member_only_when_the_cluster_can_spare_it(cluster):
+    quota = 'ETCD_QUOTA_BACKEND_BYTES="%d"'
+    node("etcd-3", "systemctl", "stop", "etcd")
+    try:
+        before = fingerprint("etcd-1")
+        refused = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1",
+                           "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
+        assert refused.returncode != 0
+        assert "its quota becomes 4294967296 bytes with a restart, and only 1 other members answer healthy" \
+            in refused.stdout, refused.stdout[-3000:]
+        assert fingerprint("etcd-1") == before
+    finally:
+        node("etcd-3", "systemctl", "start", "etcd")
+    with Poller("etcd-3") as poll:
+        proc = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1", "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"changed: \[etcd-1\]", proc.stdout.split("TASK [kubescale.tuning.etcd_local_disk : Restart the member]")[1])
+    assert quota % (4 * 1024 ** 3) in node("etcd-1", "cat", "/etc/default/etcd").stdout
+    assert len(keys_on("etcd-1")) == KEYS and poll.failures == [], poll.failures
+    back = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1")
+    assert back.returncode == 0 and quota % (8 * 1024 ** 3) in node("etcd-1", "cat", "/etc/default/etcd").stdout
+
+
 def test_snapshots_to_the_os_disk_on_a_timer(cluster):
     on = playbook("tests/integration/etcd_role.yml", "-l", "etcd-1", "-e", "etcd_local_disk_snapshot=true",
                   "-e", "etcd_local_disk_snapshot_keep=2")
