@@ -63,18 +63,6 @@ def recap(proc, host):
     return dict(ok=int(match.group(1)), changed=int(match.group(2)), failed=int(match.group(3)))
 
 
-def results(proc, host):
-    """{task: status} of one host in a default-callback log: what differs when --check mispredicts."""
-    out, task = [], None
-    for line in proc.stdout.splitlines():
-        if line.startswith("TASK ["):
-            task = line[6:].rsplit("]", 1)[0]
-        match = re.match(r"^(ok|changed|skipping|fatal|failed): \[([^\]]+)\]", line)
-        if match and match.group(2) == host:
-            out.append("%s\t%s" % (match.group(1), task))
-    return out
-
-
 def data_dir(member):
     env = node(member, "cat", "/etc/default/etcd").stdout
     return re.search(r'^ETCD_DATA_DIR="?([^"\n]*)"?$', env, re.M).group(1)
