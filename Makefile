@@ -1,6 +1,6 @@
 # kubescale.tuning — two commands do all set-up on a fresh Debian 12 machine (root):
 #   make site   build the lab and converge it with playbooks/site.yml (twice: the second run must change nothing)
-#   make test   every check: lint, sanity, unit, molecule, lab
+#   make test   every check: lint, sanity, unit, then molecule and the lab side by side, then a bake
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV := $(CURDIR)/.venv
@@ -62,8 +62,8 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) sanity
 	$(MAKE) packer-validate
-	$(MAKE) molecule
-	$(MAKE) lab-test
+	$(MAKE) lab
+	bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
 	$(MAKE) bake
 	@echo "make test: all checks passed"
 

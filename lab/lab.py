@@ -10,7 +10,8 @@ Standard library plus the docker CLI.  Commands:
   redeploy  emulate an Azure redeploy of one node: wipe its resource disk, restart it
 
 Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (1),
-LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1).
+LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: kubeadm's etcd as
+static pods, run by a stand-in for the kubelet).
 
 The Debian mirror is read from this machine's apt sources; none is written into the repository.
 """
@@ -239,7 +240,12 @@ CLASSES = [
     ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True),
     ("kube_node_cpu", "cpu", "LAB_CPU_NODES", 2, True),
     ("kube_node_gpu", "gpu", "LAB_GPU_NODES", 1, True),
+    # kubeadm's etcd: static pods run by the lab's stand-in kubelet (lab/fixtures/kubelet-standin.py), TLS on.
+    # A child of the etcd group: the same playbook moves it.
+    ("etcd_kubeadm", "etcd-kubeadm", "LAB_ETCD_KUBEADM_NODES", 3, False),
 ]
+# Groups written as children of another group in the inventory.
+PARENT_GROUPS = {"etcd_kubeadm": "etcd"}
 
 
 def wanted_nodes():
@@ -376,6 +382,10 @@ def write_inventory():
             lines.append("          ansible_port: %d" % hv["ansible_port"])
             lines.append("          lab_container: %s" % hv["lab_container"])
             lines.append("          lab_ip: %s" % hv["lab_ip"])
+        children = [child for child, parent in PARENT_GROUPS.items() if parent == group]
+        if children:
+            lines.append("      children:")
+            lines += ["        %s:" % child for child in children]
     lines += ["    kube_node:", "      children:", "        kube_node_cpu:", "        kube_node_gpu:"]
     os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
     tmp = INVENTORY + ".tmp"
@@ -466,6 +476,7 @@ def cmd_up(_args):
     ensure_etcd([n for n in nodes if n["group"] == "etcd"])
     ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
                          [n for n in nodes if n["group"] == "etcd"])
+    ensure_kubeadm_etcd([n for n in nodes if n["group"] == "etcd_kubeadm"])
     log("%d nodes up" % len(started))
 
 
@@ -575,6 +586,113 @@ def ensure_etcd(members, timeout=120):
            "i=1; while [ $i -le %d ]; do etcdctl put /kubescale-test/$i value-$i >/dev/null || exit 1; "
            "i=$((i+1)); done" % ETCD_TEST_KEYS)
     log("etcd cluster formed on %s, %d keys written" % (", ".join(m["name"] for m in members), ETCD_TEST_KEYS))
+
+
+KUBELET_UNIT = """[Unit]
+Description=Lab stand-in for the kubelet: runs the static pods in /etc/kubernetes/manifests (lab/fixtures)
+After=network-online.target local-fs.target
+
+[Service]
+ExecStart=/usr/bin/python3 /usr/local/lib/kubescale-lab/kubelet-standin.py
+Restart=always
+RestartSec=2
+KillMode=mixed
+TimeoutStopSec=45
+
+[Install]
+WantedBy=multi-user.target
+"""
+KUBEADM_ETCD_PKI = "/etc/kubernetes/pki/etcd"
+
+
+def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
+    """A key and certificate signed by the lab's etcd CA (openssl on the host), made once."""
+    key, crt = os.path.join(out_dir, name + ".key"), os.path.join(out_dir, name + ".crt")
+    if os.path.exists(crt):
+        return key, crt
+    os.makedirs(out_dir, exist_ok=True)
+    csr, ext = os.path.join(out_dir, name + ".csr"), os.path.join(out_dir, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("\n".join(ext_lines) + "\n")
+    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", key, "-out", csr])
+    run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", "3650",
+         "-extfile", ext, "-out", crt])
+    return key, crt
+
+
+def kubeadm_etcdctl(*args):
+    """etcdctl on a kubeadm member, with kubeadm's healthcheck client certificate, against the whole cluster."""
+    return ["etcdctl", "--cacert=%s/ca.crt" % KUBEADM_ETCD_PKI, "--cert=%s/healthcheck-client.crt" % KUBEADM_ETCD_PKI,
+            "--key=%s/healthcheck-client.key" % KUBEADM_ETCD_PKI] + list(args)
+
+
+def ensure_kubeadm_etcd(members, timeout=120):
+    """Form the lab's kubeadm-style etcd cluster, once: what `kubeadm init`/`join` leave on stacked control plane
+    nodes - PKI under /etc/kubernetes/pki/etcd (server, peer and healthcheck-client certificates signed by the etcd
+    CA), a static pod manifest (lab/fixtures/etcd.yaml.tmpl, data on the OS disk at /var/lib/etcd) - and the lab's
+    stand-in kubelet running it. Nodes with a manifest (or one etcd_local_disk holds) are left alone."""
+    if not members:
+        return
+    ensure_pki()
+    ca_key, ca_crt = os.path.join(PKI, "etcd-ca.key"), os.path.join(PKI, "etcd-ca.crt")
+    hc_key, hc_crt = issue_cert("healthcheck-client", "/O=system:masters/CN=kube-etcd-healthcheck-client",
+                                ["extendedKeyUsage=clientAuth", "keyUsage=critical,digitalSignature,keyEncipherment"],
+                                ca_crt, ca_key, os.path.join(PKI, "kubeadm-etcd"))
+    with open(os.path.join(REPO, "lab", "fixtures", "etcd.yaml.tmpl")) as f:
+        fixture = f.read()
+    with open(os.path.join(REPO, "lab", "fixtures", "kubelet-standin.py")) as f:
+        standin = f.read()
+    cluster = ",".join("%s=https://%s:2380" % (m["name"], m["ip"]) for m in members)
+    todo = []
+    for m in members:
+        cname = PREFIX + m["name"]
+        if docker("exec", cname, "sh", "-c", "test -e /etc/kubernetes/manifests/etcd.yaml || "
+                  "test -e /etc/kubernetes/kubescale-held/etcd.yaml", check=False).returncode == 0:
+            continue
+        sans = "subjectAltName=DNS:%s,DNS:localhost,IP:%s,IP:127.0.0.1" % (m["name"], m["ip"])
+        usage = ["extendedKeyUsage=serverAuth,clientAuth", "keyUsage=critical,digitalSignature,keyEncipherment", sans]
+        out = os.path.join(PKI, "kubeadm-etcd", m["name"])
+        files = {"ca.crt": ca_crt, "healthcheck-client.crt": hc_crt, "healthcheck-client.key": hc_key}
+        for kind in ("server", "peer"):
+            key, crt = issue_cert(kind, "/CN=" + m["name"], usage, ca_crt, ca_key, out)
+            files[kind + ".key"], files[kind + ".crt"] = key, crt
+        docker("exec", cname, "mkdir", "-p", "/etc/kubernetes/manifests", KUBEADM_ETCD_PKI,
+               "/usr/local/lib/kubescale-lab")
+        # kubeadm makes the data dir root's, mode 0700 (the image has the etcd package's, etcd's)
+        docker("exec", cname, "sh", "-c", "rm -rf /var/lib/etcd && install -d -m 0700 -o root -g root /var/lib/etcd")
+        for dest, src in files.items():
+            with open(src) as f:
+                run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > %s/%s" % (KUBEADM_ETCD_PKI, dest)],
+                    input_data=f.read())
+        run(["docker", "exec", "-i", cname, "sh", "-c", "cat > /usr/local/lib/kubescale-lab/kubelet-standin.py"],
+            input_data=standin)
+        run(["docker", "exec", "-i", cname, "sh", "-c", "cat > /etc/systemd/system/kubelet.service"],
+            input_data=KUBELET_UNIT)
+        text = (fixture.replace("__ADDRESS__", m["ip"]).replace("__NAME__", m["name"])
+                .replace("__INITIAL_CLUSTER__", cluster))
+        run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/manifests/etcd.yaml"],
+            input_data=text)
+        todo.append(cname)
+    if not todo:
+        return
+    for cname in todo:
+        docker("exec", cname, "systemctl", "daemon-reload")
+        docker("exec", cname, "systemctl", "enable", "--now", "kubelet.service")
+    first = PREFIX + members[0]["name"]
+    endpoints = "--endpoints=" + ",".join("https://%s:2379" % m["ip"] for m in members)
+    deadline = time.time() + timeout
+    while True:
+        proc = docker("exec", first, *kubeadm_etcdctl(endpoints, "endpoint", "health"), check=False)
+        if proc.returncode == 0:
+            break
+        if time.time() > deadline:
+            raise LabError("the lab's kubeadm etcd cluster is not healthy after %ds: %s" % (timeout, proc.stderr.strip()))
+        time.sleep(1)
+    docker("exec", first, "sh", "-c",
+           "i=1; while [ $i -le %d ]; do %s put /kubescale-test/$i value-$i >/dev/null || exit 1; i=$((i+1)); done"
+           % (ETCD_TEST_KEYS, " ".join(kubeadm_etcdctl(endpoints))))
+    log("kubeadm etcd cluster (static pods) formed on %s, %d keys written"
+        % (", ".join(m["name"] for m in members), ETCD_TEST_KEYS))
 
 
 def remove_node(cname, keep_disk=False):

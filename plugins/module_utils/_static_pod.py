@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -77,6 +78,75 @@ def set_flags(argv, flags):
             new.append("%s=%s" % (name, value))
             changed.append(name)
     return new, sorted(set(changed))
+
+
+def volumes(pod, container):
+    """The Pod's hostPath volumes as [{name, host_path, mount_path}]; mount_path is where `container` mounts it
+    (None when it does not)."""
+    mounts = dict((m.get("name"), m.get("mountPath")) for m in container.get("volumeMounts") or [])
+    out = []
+    for vol in (pod.get("spec") or {}).get("volumes") or []:
+        if isinstance(vol, dict) and isinstance(vol.get("hostPath"), dict):
+            out.append(dict(name=vol.get("name"), host_path=vol["hostPath"].get("path"),
+                            mount_path=mounts.get(vol.get("name"))))
+    return out
+
+
+def set_host_paths(pod, host_paths):
+    """Point each hostPath volume named in `host_paths` at its new path; returns the changed volume names.
+
+    Every name is checked before anything is set: a missing volume, or one that is not a hostPath, fails."""
+    by_name = dict((v.get("name"), v) for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, dict))
+    for name, path in host_paths.items():
+        vol = by_name.get(name)
+        if vol is None:
+            raise PodError("no volume named %r (found %s)" % (name, ", ".join(sorted(str(n) for n in by_name))))
+        if not isinstance(vol.get("hostPath"), dict):
+            raise PodError("volume %r is not a hostPath volume" % name)
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise PodError("volume %r: %r is not an absolute path" % (name, path))
+    changed = []
+    for name, path in sorted(host_paths.items()):
+        if by_name[name]["hostPath"].get("path") != path:
+            by_name[name]["hostPath"]["path"] = path
+            changed.append(name)
+    return changed
+
+
+def parse_locks(text):
+    """/proc/locks → the set of (major, minor, inode) holding a lock (FLOCK, POSIX or OFDLCK; waiters too)."""
+    held = set()
+    for line in (text or "").splitlines():
+        fields = [f for f in line.split() if f != "->"]
+        # 1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF   (major and minor in hex, the inode in decimal)
+        if len(fields) < 6:
+            continue
+        dev = fields[5].split(":")
+        if len(dev) != 3:
+            continue
+        try:
+            held.add((int(dev[0], 16), int(dev[1], 16), int(dev[2])))
+        except ValueError:
+            continue
+    return held
+
+
+def locked_files(paths, locks):
+    """The files under `paths` (walked, symlinks not followed) whose inode is in `locks` (from parse_locks)."""
+    if not locks:
+        return []
+    found = []
+    for top in paths:
+        for root, _dirs, files in os.walk(top):
+            for name in files:
+                full = os.path.join(root, name)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locks:
+                    found.append(full)
+    return sorted(found)
 
 
 def parse_overrides(text):

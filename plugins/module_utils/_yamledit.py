@@ -11,14 +11,14 @@ __metaclass__ = type
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 
 
-def string_values(module, option, what):
+def string_values(module, option, what, allow_empty=False):
     """module.params[option] with every value a string (booleans lowercase) or None; fails on anything else."""
     out = {}
     for name, value in module.params[option].items():
         if value is not None and not isinstance(value, (str, int, float, bool)):
             module.fail_json(msg="%s: %s must be a string, number or null, got %r" % (option, name, value))
         out[name] = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
-    if not out:
+    if not out and not allow_empty:
         module.fail_json(msg="%s: give at least one %s to set or remove" % (option, what))
     return out
 

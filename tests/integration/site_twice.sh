@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 logs="$(mktemp -d)"
 poller=""
-trap '[ -z "$poller" ] || kill "$poller" 2>/dev/null; rm -rf "$logs"' EXIT
+# shellcheck disable=SC2086
+trap '[ -z "$poller" ] || kill $poller 2>/dev/null; rm -rf "$logs"' EXIT
 recap() { sed -n '/PLAY RECAP/,$p' "$1" | grep -E ' : ok=' | sed 's/ *$//'; }
 # One line per host and task result ("host<TAB>status<TAB>task"), sorted: what differs between two runs.
 results() {
@@ -18,28 +19,49 @@ results() {
 
 echo "site: check mode (--check --diff)"
 ansible-playbook playbooks/site.yml --check --diff > "$logs/check" || { tail -n 60 "$logs/check" >&2; exit 1; }
-# While the real run moves etcd onto the SSD member by member, the cluster must answer linearizable reads (a quorum)
-# the whole time: poll it through every endpoint from a member's node.
-etcd_endpoints="$(python3 -c 'import yaml,sys; h=(yaml.safe_load(open(sys.argv[1]))["all"]["children"]["etcd"] or {}).get("hosts") or {}; print(",".join("http://%s:2379" % v["lab_ip"] for v in h.values()))' inventories/lab/hosts.yml)"
-poll() {
+# While the real run moves etcd onto the SSD member by member, each cluster must answer linearizable reads (a quorum)
+# the whole time: poll it through every endpoint from a member's node - the main etcd (systemd members) and the
+# kubeadm one (static pods, TLS with kubeadm's healthcheck client certificate).
+endpoints() {
+  python3 -c 'import yaml,sys; c=yaml.safe_load(open(sys.argv[1]))["all"]["children"]; h=(c.get(sys.argv[2]) or {}).get("hosts") or {}; print(",".join("%s://%s:2379" % (sys.argv[3], v["lab_ip"]) for v in h.values()))' inventories/lab/hosts.yml "$1" "$2"
+}
+etcd_endpoints="$(endpoints etcd http)"
+kubeadm_endpoints="$(endpoints etcd_kubeadm https)"
+pki=/etc/kubernetes/pki/etcd
+poll() {  # poll NAME NODE ENDPOINTS [etcdctl TLS args]
+  local name="$1" node="$2" eps="$3"
+  shift 3
   while :; do
-    if docker exec kslab-etcd-1 etcdctl --endpoints="$etcd_endpoints" --command-timeout=5s get /kubescale-test/1 \
-        --print-value-only 2>&1 | grep -qx value-1; then echo ok; else echo "failed $(date +%T)"; fi
+    if docker exec "$node" etcdctl --endpoints="$eps" "$@" --command-timeout=5s get /kubescale-test/1 \
+        --print-value-only 2>&1 | grep -qx value-1; then echo "$name ok"; else echo "$name failed $(date +%T)"; fi
     sleep 0.5
   done >> "$logs/poll"
 }
-if [ -n "$etcd_endpoints" ]; then poll & poller=$!; fi
+pollers=()
+if [ -n "$etcd_endpoints" ]; then poll main kslab-etcd-1 "$etcd_endpoints" & pollers+=($!); fi
+if [ -n "$kubeadm_endpoints" ]; then
+  poll kubeadm kslab-etcd-kubeadm-1 "$kubeadm_endpoints" --cacert=$pki/ca.crt --cert=$pki/healthcheck-client.crt \
+    --key=$pki/healthcheck-client.key & pollers+=($!)
+fi
+poller="${pollers[*]}"
 echo "site: first run"
 ansible-playbook playbooks/site.yml > "$logs/first" || { tail -n 60 "$logs/first" >&2; exit 1; }
-if [ -n "$etcd_endpoints" ]; then
-  kill "$poller"; wait "$poller" 2>/dev/null || true
+if [ -n "$poller" ]; then
+  # shellcheck disable=SC2086
+  kill $poller
+  # shellcheck disable=SC2086
+  wait $poller 2>/dev/null || true
   poller=""
   if grep -q failed "$logs/poll"; then
     echo "site: etcd lost its quorum during the run: $(grep -c failed "$logs/poll") failed reads" >&2
     grep failed "$logs/poll" | head >&2
     exit 1
   fi
-  echo "site: etcd answered all $(grep -c ok "$logs/poll") linearizable reads polled during the run"
+  for c in main kubeadm; do
+    if grep -q "^$c " "$logs/poll"; then
+      echo "site: etcd ($c) answered all $(grep -c "^$c ok" "$logs/poll") linearizable reads polled during the run"
+    fi
+  done
 fi
 recap "$logs/first"
 if [ "$(recap "$logs/check")" != "$(recap "$logs/first")" ]; then

@@ -74,3 +74,88 @@ def test_overrides_refused(existing, resource, servers):
         p.merge_overrides(existing, resource, servers)
     with pytest.raises(AnsibleFilterError):
         etcd_servers_overrides(existing, resource, servers)
+
+
+ETCD_POD = {
+    "kind": "Pod",
+    "spec": {
+        "containers": [{
+            "name": "etcd",
+            "command": ["etcd", "--data-dir=/var/lib/etcd", "--name=cp-1"],
+            "volumeMounts": [{"name": "etcd-data", "mountPath": "/var/lib/etcd"},
+                             {"name": "etcd-certs", "mountPath": "/etc/kubernetes/pki/etcd"}],
+        }],
+        "volumes": [
+            {"name": "etcd-certs", "hostPath": {"path": "/etc/kubernetes/pki/etcd", "type": "DirectoryOrCreate"}},
+            {"name": "etcd-data", "hostPath": {"path": "/var/lib/etcd", "type": "DirectoryOrCreate"}},
+            {"name": "scratch", "emptyDir": {}},
+        ],
+    },
+}
+
+
+def pod_copy():
+    import copy
+    return copy.deepcopy(ETCD_POD)
+
+
+def test_volumes_with_their_mount_paths():
+    pod = pod_copy()
+    assert p.volumes(pod, p.find_container(pod, "etcd")) == [
+        {"name": "etcd-certs", "host_path": "/etc/kubernetes/pki/etcd", "mount_path": "/etc/kubernetes/pki/etcd"},
+        {"name": "etcd-data", "host_path": "/var/lib/etcd", "mount_path": "/var/lib/etcd"},
+    ]
+
+
+def test_set_host_paths_changes_only_the_named_volume():
+    pod = pod_copy()
+    assert p.set_host_paths(pod, {"etcd-data": "/mnt/local-ssd/etcd"}) == ["etcd-data"]
+    assert pod["spec"]["volumes"][1]["hostPath"] == {"path": "/mnt/local-ssd/etcd", "type": "DirectoryOrCreate"}
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == "/var/lib/etcd"  # the container sees the same
+    assert p.set_host_paths(pod, {"etcd-data": "/mnt/local-ssd/etcd"}) == []
+
+
+@pytest.mark.parametrize("paths, message", [
+    ({"etcd-dat": "/x"}, "no volume named 'etcd-dat'"),
+    ({"scratch": "/x"}, "'scratch' is not a hostPath volume"),
+    ({"etcd-data": "x"}, "'x' is not an absolute path"),
+    ({"etcd-data": "/ok", "nope": "/x"}, "no volume named 'nope'"),
+])
+def test_set_host_paths_refuses_before_changing_anything(paths, message):
+    pod = pod_copy()
+    with pytest.raises(p.PodError, match=message):
+        p.set_host_paths(pod, paths)
+    assert pod == ETCD_POD
+
+
+LOCKS = """1: POSIX  ADVISORY  WRITE 123 08:01:5678 0 EOF
+2: OFDLCK ADVISORY  WRITE -1 fd:02:99 0 EOF
+3: FLOCK  ADVISORY  WRITE 456 00:2a:1234 0 EOF
+3: -> FLOCK  ADVISORY  WRITE 457 00:2a:1234 0 EOF
+garbage
+"""
+
+
+def test_parse_locks():
+    assert p.parse_locks(LOCKS) == {(8, 1, 5678), (0xfd, 2, 99), (0, 0x2a, 1234)}
+    assert p.parse_locks("") == set()
+
+
+def test_locked_files_sees_a_real_lock(tmp_path):
+    import fcntl
+    import os
+    (tmp_path / "wal").mkdir()
+    held = tmp_path / "wal" / "0.wal"
+    held.write_text("x")
+    (tmp_path / "db").write_text("y")
+    with open("/proc/locks") as f:
+        before = p.parse_locks(f.read())
+    assert p.locked_files([str(tmp_path)], before) == []
+    with open(held, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        with open("/proc/locks") as locks:
+            now = p.parse_locks(locks.read())
+        assert p.locked_files([str(tmp_path)], now) == [str(held)]
+    st = os.stat(tmp_path / "db")
+    assert p.locked_files([str(tmp_path)], {(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)}) == [
+        str(tmp_path / "db")]

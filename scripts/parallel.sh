@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Run named commands side by side, each line of output prefixed with its name, and fail when any of them fails.
+#   scripts/parallel.sh "molecule=make molecule" "lab-test=make lab-test"
+# The molecule scenarios and the lab use their own containers, networks and loop devices, so they can share the
+# machine: make test runs them this way (about 15 minutes each, side by side instead of one after the other).
+set -uo pipefail
+logs="$(mktemp -d)"
+pids=()
+names=()
+# shellcheck disable=SC2317  # called by the trap
+cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done; rm -rf "$logs"; }
+trap cleanup EXIT INT TERM
+set -m  # each job in its own process group, so a failure elsewhere can stop all of it
+for spec in "$@"; do
+  name="${spec%%=*}"
+  cmd="${spec#*=}"
+  (
+    start=$SECONDS
+    bash -c "$cmd" > >(sed -u "s/^/[$name] /") 2>&1
+    rc=$?
+    echo "$rc $((SECONDS - start))" > "$logs/$name.rc"
+    exit "$rc"
+  ) &
+  pids+=($!)
+  names+=("$name")
+done
+set +m
+failed=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || true
+  read -r rc secs < "$logs/${names[$i]}.rc" || { rc=1; secs='?'; }
+  if [ "$rc" = 0 ]; then
+    echo "parallel: ${names[$i]} passed in ${secs}s"
+  else
+    echo "parallel: ${names[$i]} FAILED (exit $rc) after ${secs}s" >&2
+    failed=1
+  fi
+done
+pids=()
+exit "$failed"

@@ -1,0 +1,211 @@
+"""Against the lab's kubeadm-style etcd (lab.py: three static pod members under /etc/kubernetes/manifests, run by the
+lab's stand-in for the kubelet, TLS with kubeadm's PKI, 300 keys, data on the OS disk at /var/lib/etcd), after
+`make site` moved it (--check predicting it, reads polled, second run changing nothing): each member's data volume
+points at its SSD while the container keeps --data-dir=/var/lib/etcd; a failed move restarts the member on its old
+directory; a manifest an interrupted run held aside is put back; a new quota restarts one member; a member whose SSD
+was wiped rejoins. The tests run in order.
+"""
+
+import hashlib
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+import yaml
+from test_etcd import node, playbook, recap
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+MEMBERS = ["etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"]
+KEYS = 300
+SSD_DIR = "/mnt/local-ssd/etcd"
+MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"
+HELD = "/etc/kubernetes/kubescale-held/etcd.yaml"
+PKI = "/etc/kubernetes/pki/etcd"
+TLS = ["--cacert=%s/ca.crt" % PKI, "--cert=%s/healthcheck-client.crt" % PKI, "--key=%s/healthcheck-client.key" % PKI]
+ROLE = "tests/integration/etcd_role.yml"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+
+
+def endpoints():
+    with open(HOSTS) as f:
+        hosts = yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"]
+    return ",".join("https://%s:2379" % hosts[m]["lab_ip"] for m in MEMBERS)
+
+
+def etcdctl(via, *args, check=True):
+    return node(via, "etcdctl", "--endpoints=" + endpoints(), *TLS, "--command-timeout=5s", *args, check=check)
+
+
+def keys_on(member):
+    """The test keys `member` holds itself (serializable read against its own endpoint only)."""
+    out = node(member, "etcdctl", "--endpoints=https://127.0.0.1:2379", *TLS, "get", "--consistency=s", "--prefix",
+               "/kubescale-test/", check=False).stdout.splitlines()
+    return dict(zip(out[0::2], out[1::2]))
+
+
+def pod(member):
+    """The etcd container's flags and the data volume's host path, from the manifest the kubelet runs."""
+    manifest = yaml.safe_load(node(member, "cat", MANIFEST).stdout)
+    flags = dict(a[2:].split("=", 1) for a in manifest["spec"]["containers"][0]["command"] if a.startswith("--"))
+    volumes = {v["name"]: v["hostPath"]["path"] for v in manifest["spec"]["volumes"]}
+    return flags, volumes["etcd-data"]
+
+
+def running(member):
+    """Whether the member's etcd process runs (the kubelet started it)."""
+    return node(member, "pgrep", "-x", "etcd", check=False).returncode == 0
+
+
+def fingerprint(member):
+    out = node(member, "sh", "-c", "cat %s %s 2>/dev/null; ls -la --time-style=+ /var/lib /mnt/local-ssd %s "
+               "/etc/kubernetes/manifests /etc/kubernetes/kubescale-held 2>/dev/null; pgrep -x etcd"
+               % (MANIFEST, HELD, SSD_DIR), check=False).stdout
+    return hashlib.sha256((out + etcdctl(member, "member", "list").stdout).encode()).hexdigest()
+
+
+class Poller(threading.Thread):
+    """Linearizable reads through every endpoint, a few per second: each needs a quorum to answer."""
+
+    def __init__(self, via):
+        super().__init__(daemon=True)
+        self.via = via
+        self.stop = threading.Event()
+        self.ok = 0
+        self.failures = []
+
+    def run(self):
+        while not self.stop.is_set():
+            proc = etcdctl(self.via, "get", "/kubescale-test/1", check=False)
+            if proc.returncode == 0 and "value-1" in proc.stdout:
+                self.ok += 1
+            else:
+                self.failures.append((time.strftime("%H:%M:%S"), proc.stderr.strip()[-200:]))
+            time.sleep(0.3)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.join()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The lab's kubeadm etcd on the SSDs (converged here when `make site` did not run before)."""
+    if any(pod(m)[1] != SSD_DIR for m in MEMBERS):
+        proc = playbook("playbooks/etcd.yml", "-l", "etcd_kubeadm")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    return MEMBERS
+
+
+def test_every_member_runs_from_its_ssd_with_every_key(cluster):
+    for m in MEMBERS:
+        flags, data = pod(m)
+        assert data == SSD_DIR
+        assert flags["data-dir"] == "/var/lib/etcd"  # the container's path stays
+        assert flags["quota-backend-bytes"] == str(8 * 1024 ** 3)
+        assert node(m, "findmnt", "-n", "-o", "SOURCE", "-T", SSD_DIR).stdout.strip() == "/dev/sdb"
+        # what the etcd process sees at /var/lib/etcd is the SSD directory
+        mnt = node(m, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m findmnt -n -o SOURCE /var/lib/etcd").stdout
+        assert mnt.strip() == "/dev/sdb[/etcd]", mnt
+        assert node(m, "sh", "-c", "ls -d /var/lib/etcd.pre-ssd-*").stdout.strip()  # the backup
+        assert node(m, "ls", "-A", "/etc/kubernetes/kubescale-held").stdout.strip() == ""
+        assert len(keys_on(m)) == KEYS, m
+    assert etcdctl(MEMBERS[0], "endpoint", "health").returncode == 0
+
+
+def test_bad_input_is_refused_and_changes_nothing(cluster):
+    before = fingerprint("etcd-kubeadm-1")
+    cases = [
+        # the Debian package's etcd.service is installed (disabled) on these nodes, but no member runs from it
+        ("etcd-kubeadm-1", "etcd_local_disk_mode=systemd", "etcd.service is not running and /var/lib/etcd/default holds no member data"),
+        ("etcd-kubeadm-1", "etcd_local_disk_manifest=/etc/kubernetes/manifests/etcd-missing.yaml "
+         "etcd_local_disk_mode=static_pod", "etcd_local_disk_mode static_pod: no etcd member to move"),
+        ("etcd-kubeadm-1", "etcd_local_disk_quota_backend_bytes=8X", "etcd_local_disk_quota_backend_bytes: '8X'"),
+    ]
+    for host, extra, message in cases:
+        proc = playbook(ROLE, "-l", host, "-e", extra)
+        assert proc.returncode != 0, extra
+        assert message in proc.stdout and "Nothing was changed" in proc.stdout, (extra, proc.stdout[-2500:])
+    assert fingerprint("etcd-kubeadm-1") == before
+    # a systemd member is not mistaken for a static pod
+    proc = playbook(ROLE, "-l", "etcd-1", "-e", "etcd_local_disk_mode=static_pod")
+    assert proc.returncode != 0 and "no etcd member to move" in proc.stdout, proc.stdout[-2500:]
+
+
+def test_failed_move_restarts_the_member_on_its_old_directory(cluster):
+    # a target too small for etcd's preallocated WAL (64 MiB) but big enough for the latency probe (46 MB)
+    m = "etcd-kubeadm-1"
+    node(m, "sh", "-c", "mkdir -p /mnt/tiny && (mountpoint -q /mnt/tiny || mount -t tmpfs -o size=56m tmpfs /mnt/tiny)")
+    try:
+        flags_before = pod(m)[0]
+        with Poller("etcd-kubeadm-3") as poll:
+            proc = playbook("playbooks/etcd.yml", "-l", m, "-e", "etcd_local_disk_data_dir=/mnt/tiny/etcd",
+                            "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
+        assert proc.returncode != 0
+        assert "moving to /mnt/tiny/etcd failed at 'Copy the data directory" in proc.stdout, proc.stdout[-3000:]
+        assert "runs again on %s" % SSD_DIR in proc.stdout
+        assert re.search(r"%s\s+: .*rescued=1" % m, proc.stdout)
+        flags, data = pod(m)
+        assert data == SSD_DIR and flags == flags_before  # the quota flag as it was, too
+        assert running(m) and len(keys_on(m)) == KEYS
+        assert node(m, "ls", "-A", "/etc/kubernetes/kubescale-held").stdout.strip() == ""
+        assert poll.failures == [] and poll.ok > 0, poll.failures
+    finally:
+        node(m, "sh", "-c", "umount /mnt/tiny; rmdir /mnt/tiny", check=False)
+
+
+def test_a_manifest_an_interrupted_run_held_aside_is_put_back(cluster):
+    # what a run killed between "Stop the member" and "Start the member on the SSD" leaves behind
+    m = "etcd-kubeadm-3"
+    node(m, "sh", "-c", "mkdir -p -m 0700 %s && mv %s %s" % (os.path.dirname(HELD), MANIFEST, HELD))
+    deadline = time.time() + 60
+    while running(m) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not running(m)
+    proc = playbook(ROLE, "-l", m)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"changed: \[%s\]" % m,
+                     proc.stdout.split("Start a static pod member an interrupted run left held aside")[1])
+    assert running(m) and len(keys_on(m)) == KEYS
+    assert node(m, "test", "-e", HELD, check=False).returncode != 0
+
+
+def test_a_new_quota_restarts_one_member(cluster):
+    m = "etcd-kubeadm-1"
+    with Poller("etcd-kubeadm-3") as poll:
+        proc = playbook(ROLE, "-l", m, "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"changed: \[%s\]" % m, proc.stdout.split("Stop the static pod member]")[1])
+    assert pod(m)[0]["quota-backend-bytes"] == str(4 * 1024 ** 3)
+    assert "bytes of a 4294967296-byte quota" in proc.stdout  # the db size against the new quota, reported
+    assert len(keys_on(m)) == KEYS and poll.failures == [], poll.failures
+    back = playbook(ROLE, "-l", m)
+    assert back.returncode == 0 and pod(m)[0]["quota-backend-bytes"] == str(8 * 1024 ** 3), back.stdout[-3000:]
+
+
+def test_a_wiped_member_rejoins_and_resyncs(cluster):
+    m = "etcd-kubeadm-2"
+    old_id = [line for line in etcdctl("etcd-kubeadm-1", "member", "list").stdout.splitlines() if ", %s, " % m in line]
+    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", m, "--disk", "blank"], cwd=REPO,
+                   check=True, capture_output=True)
+    assert len(keys_on(m)) == 0  # the data went with the SSD
+    with Poller("etcd-kubeadm-1") as poll:
+        proc = playbook("playbooks/etcd.yml", "-l", m)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert re.search(r"changed: \[%s\]" % m, proc.stdout.split("Re-add the member through a healthy peer")[1])
+    assert len(keys_on(m)) == KEYS
+    flags, data = pod(m)
+    assert data == SSD_DIR and flags["initial-cluster-state"] == "existing"
+    new = [line for line in etcdctl("etcd-kubeadm-1", "member", "list").stdout.splitlines() if ", %s, " % m in line]
+    assert new and new[0].split(",")[0] != old_id[0].split(",")[0] and "started" in new[0]
+    assert poll.failures == [] and poll.ok > 0, poll.failures
+    again = playbook("playbooks/etcd.yml", "-l", m)
+    assert again.returncode == 0 and recap(again, m)["changed"] == 0, again.stdout[-3000:]
