@@ -16,7 +16,8 @@ for spec in "$@"; do
   cmd="${spec#*=}"
   (
     start=$SECONDS
-    bash -c "$cmd" > >(sed -u "s/^/[$name] /") 2>&1
+    # stdin from /dev/null: ansible refuses a non-blocking stdin, which a background job may inherit
+    bash -c "$cmd" < /dev/null > >(sed -u "s/^/[$name] /") 2>&1
     rc=$?
     echo "$rc $((SECONDS - start))" > "$logs/$name.rc"
     exit "$rc"

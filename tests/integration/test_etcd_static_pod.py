@@ -2,8 +2,8 @@
 lab's stand-in for the kubelet, TLS with kubeadm's PKI, 300 keys, data on the OS disk at /var/lib/etcd), after
 `make site` moved it (--check predicting it, reads polled, second run changing nothing): each member's data volume
 points at its SSD while the container keeps --data-dir=/var/lib/etcd; a failed move restarts the member on its old
-directory; a manifest an interrupted run held aside is put back; a new quota restarts one member; a member whose SSD
-was wiped rejoins. The tests run in order.
+directory; a manifest an interrupted run held aside is put back; a new quota restarts one member; snapshots use kubeadm's
+healthcheck client certificate; a member whose SSD was wiped rejoins. The tests run in order.
 """
 
 import hashlib
@@ -189,6 +189,22 @@ def test_a_new_quota_restarts_one_member(cluster):
     assert len(keys_on(m)) == KEYS and poll.failures == [], poll.failures
     back = playbook(ROLE, "-l", m)
     assert back.returncode == 0 and pod(m)[0]["quota-backend-bytes"] == str(8 * 1024 ** 3), back.stdout[-3000:]
+
+
+def test_snapshots_through_kubeadms_healthcheck_certificate(cluster):
+    m = "etcd-kubeadm-3"
+    on = playbook(ROLE, "-l", m, "-e", "etcd_local_disk_snapshot=true")
+    assert on.returncode == 0, on.stdout[-3000:]
+    unit = node(m, "cat", "/etc/systemd/system/kubescale-etcd-snapshot.service").stdout
+    assert "After=kubelet.service" in unit and "--cert=%s/healthcheck-client.crt" % PKI in unit, unit
+    node(m, "systemctl", "start", "kubescale-etcd-snapshot.service")
+    files = node(m, "ls", "/var/lib/kubescale/etcd-snapshots/").stdout.split()
+    assert len(files) == 1, files
+    status = node(m, "etcdctl", "snapshot", "status", "/var/lib/kubescale/etcd-snapshots/" + files[0], "-w", "json").stdout
+    assert int(re.search(r'"totalKey":(\d+)', status).group(1)) >= KEYS
+    off = playbook(ROLE, "-l", m)
+    assert off.returncode == 0 and node(m, "test", "-e", "/etc/systemd/system/kubescale-etcd-snapshot.timer",
+                                        check=False).returncode != 0, off.stdout[-3000:]
 
 
 def test_a_wiped_member_rejoins_and_resyncs(cluster):
