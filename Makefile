@@ -53,9 +53,13 @@ unit: deps
 molecule: image
 	bash scripts/molecule.sh
 
+# The integration tests touch disjoint nodes (main etcd, kubeadm etcd, the rest): three streams side by side.
 lab-test: lab
 	bash tests/integration/site_twice.sh
-	pytest -q tests/integration
+	bash scripts/parallel.sh \
+	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py" \
+	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py" \
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py"
 
 test: deps
 	$(MAKE) lint
