@@ -9,7 +9,7 @@ Standard library plus the docker CLI.  Commands:
   status    list the nodes
   redeploy  emulate an Azure redeploy of one node: wipe its resource disk, restart it
 
-Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (1),
+Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (3),
 LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: kubeadm's etcd as
 static pods, run by a stand-in for the kubelet).
 
@@ -236,7 +236,7 @@ def build_image(force=False):
 CLASSES = [
     # (group, short name, env var, default count, runs dockerd)
     ("etcd", "etcd", "LAB_ETCD_NODES", 3, False),
-    ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 1, False),
+    ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 3, False),
     ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True),
     ("kube_node_cpu", "cpu", "LAB_CPU_NODES", 2, True),
     ("kube_node_gpu", "gpu", "LAB_GPU_NODES", 1, True),

@@ -1,5 +1,5 @@
-"""Against the lab: the Events etcd cluster (the etcd_events group: one member by default, three with
-LAB_ETCD_EVENTS_NODES=3) speaks TLS with client certificates only, kube-apiserver's own etcd client certificate on cp-1
+"""Against the lab: the Events etcd cluster (the etcd_events group: three members by default; LAB_ETCD_EVENTS_NODES=1
+makes it one) speaks TLS with client certificates only, kube-apiserver's own etcd client certificate on cp-1
 is trusted, the kubeadm-shaped manifest gets exactly the override, and nothing is
 wired (or changed) when the cluster is down or the input is bad. Runs after `make site` converged the lab."""
 
