@@ -149,6 +149,26 @@ def locked_files(paths, locks):
     return sorted(found)
 
 
+# Filesystems whose stat() device number is not the superblock's that /proc/locks shows: locks on them are invisible
+# to locked_files.
+LOCKS_UNSEEN_FS = ("btrfs",)
+
+
+def fs_type(path, mountinfo):
+    """The filesystem type of the mount holding `path` (absolute, resolved), from /proc/self/mountinfo's text."""
+    best, kind = "", None
+    for line in (mountinfo or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if not sep or len(fields) < 5 or not rest:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, rest[0]
+    return kind
+
+
 def parse_overrides(text):
     """kube-apiserver's --etcd-servers-overrides ('group/resource#url;url,...') → [(resource, [urls])]."""
     entries = []

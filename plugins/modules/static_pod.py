@@ -21,6 +21,8 @@ description:
     stopped writing", whatever the container runtime). O(state=started) renames it back; the kubelet starts the pod.
   - Renames are atomic, so the kubelet sees the whole manifest or none. O(hold_dir) must be on the manifest's
     filesystem (the default, a directory beside the manifests dir, is) and outside the manifests dir.
+  - O(wait_unlocked) on btrfs fails before anything is moved (stat's device number there is not the one
+    C(/proc/locks) shows, so its locks cannot be seen).
   - A manifest found in neither place fails, and so does one found in both (which copy is meant is not known); both
     fail before anything is moved.
 author:
@@ -101,7 +103,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import locked_files, parse_locks
+from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+    LOCKS_UNSEEN_FS,
+    fs_type,
+    locked_files,
+    parse_locks,
+)
 
 
 def read_locks():
@@ -147,6 +154,17 @@ def main():
     for p in module.params["wait_unlocked"]:
         if not os.path.isabs(p):
             module.fail_json(msg="wait_unlocked: %s is not an absolute path" % p)
+    if module.params["state"] == "stopped" and module.params["wait_unlocked"]:
+        try:
+            with open("/proc/self/mountinfo") as f:
+                mountinfo = f.read()
+        except (IOError, OSError):
+            mountinfo = ""
+        for p in module.params["wait_unlocked"]:
+            kind = fs_type(os.path.realpath(p), mountinfo)
+            if kind in LOCKS_UNSEEN_FS:
+                module.fail_json(msg="wait_unlocked: %s is on %s, where /proc/locks cannot be matched to its files, so "
+                                 "the wait could not tell when the pod let go of them; nothing was moved" % (p, kind))
     held = os.path.join(hold_dir, os.path.basename(path))
     here, away = os.path.exists(path), os.path.exists(held)
     if here and away:

@@ -159,3 +159,23 @@ def test_locked_files_sees_a_real_lock(tmp_path):
     st = os.stat(tmp_path / "db")
     assert p.locked_files([str(tmp_path)], {(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)}) == [
         str(tmp_path / "db")]
+
+
+MOUNTINFO = """22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 8:17 / /mnt/local-ssd rw,noatime shared:2 - ext4 /dev/sdb rw
+31 22 0:40 / /var/lib/etcd rw,relatime shared:3 - btrfs /dev/sdc rw,subvol=/etcd
+32 22 0:41 / /mnt/with\\040space rw - xfs /dev/sdd rw
+"""
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("/mnt/local-ssd/etcd", "ext4"),
+    ("/mnt/local-ssd", "ext4"),
+    ("/mnt/local-ssdx/etcd", "ext4"),  # not under /mnt/local-ssd: the root's
+    ("/var/lib/etcd/member/wal", "btrfs"),
+    ("/mnt/with space/x", "xfs"),
+    ("/etc", "ext4"),
+])
+def test_fs_type(path, kind):
+    assert p.fs_type(path, MOUNTINFO) == kind
+    assert p.fs_type(path, "") is None
