@@ -197,8 +197,9 @@ def test_snapshots_through_kubeadms_healthcheck_certificate(cluster):
     assert on.returncode == 0, on.stdout[-3000:]
     unit = node(m, "cat", "/etc/systemd/system/kubescale-etcd-snapshot.service").stdout
     assert "After=kubelet.service" in unit and "--cert=%s/healthcheck-client.crt" % PKI in unit, unit
+    before = set(node(m, "ls", "/var/lib/kubescale/etcd-snapshots/").stdout.split())  # kept from earlier runs
     node(m, "systemctl", "start", "kubescale-etcd-snapshot.service")
-    files = node(m, "ls", "/var/lib/kubescale/etcd-snapshots/").stdout.split()
+    files = sorted(set(node(m, "ls", "/var/lib/kubescale/etcd-snapshots/").stdout.split()) - before)
     assert len(files) == 1, files
     status = node(m, "etcdctl", "snapshot", "status", "/var/lib/kubescale/etcd-snapshots/" + files[0], "-w", "json").stdout
     assert int(re.search(r'"totalKey":(\d+)', status).group(1)) >= KEYS
