@@ -651,7 +651,7 @@ def ensure_kubeadm_etcd(members, timeout=120):
             continue
         sans = "subjectAltName=DNS:%s,DNS:localhost,IP:%s,IP:127.0.0.1" % (m["name"], m["ip"])
         usage = ["extendedKeyUsage=serverAuth,clientAuth", "keyUsage=critical,digitalSignature,keyEncipherment", sans]
-        out = os.path.join(PKI, "kubeadm-etcd", m["name"])
+        out = os.path.join(PKI, "kubeadm-etcd", "%s-%s" % (m["name"], m["ip"]))  # the SANs carry the address
         files = {"ca.crt": ca_crt, "healthcheck-client.crt": hc_crt, "healthcheck-client.key": hc_key}
         for kind in ("server", "peer"):
             key, crt = issue_cert(kind, "/CN=" + m["name"], usage, ca_crt, ca_key, out)
