@@ -78,18 +78,21 @@ def fingerprint(member):
 
 
 class Poller(threading.Thread):
-    """Linearizable reads through every endpoint, a few per second: each needs a quorum to answer."""
+    """Linearizable reads through every endpoint, a few per second: each needs a quorum to answer.
 
-    def __init__(self, via):
+    `ctl` runs etcdctl against the cluster under test (this module's main etcd by default)."""
+
+    def __init__(self, via, ctl=None):
         super().__init__(daemon=True)
         self.via = via
+        self.ctl = ctl or etcdctl
         self.stop = threading.Event()
         self.ok = 0
         self.failures = []
 
     def run(self):
         while not self.stop.is_set():
-            proc = etcdctl(self.via, "get", "/kubescale-test/1", check=False)
+            proc = self.ctl(self.via, "get", "/kubescale-test/1", check=False)
             if proc.returncode == 0 and "value-1" in proc.stdout:
                 self.ok += 1
             else:

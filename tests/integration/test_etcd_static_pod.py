@@ -10,12 +10,11 @@ import hashlib
 import os
 import re
 import subprocess
-import threading
 import time
 
 import pytest
 import yaml
-from test_etcd import node, playbook, recap
+from test_etcd import Poller, node, playbook, recap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
@@ -68,32 +67,9 @@ def fingerprint(member):
     return hashlib.sha256((out + etcdctl(member, "member", "list").stdout).encode()).hexdigest()
 
 
-class Poller(threading.Thread):
-    """Linearizable reads through every endpoint, a few per second: each needs a quorum to answer."""
-
-    def __init__(self, via):
-        super().__init__(daemon=True)
-        self.via = via
-        self.stop = threading.Event()
-        self.ok = 0
-        self.failures = []
-
-    def run(self):
-        while not self.stop.is_set():
-            proc = etcdctl(self.via, "get", "/kubescale-test/1", check=False)
-            if proc.returncode == 0 and "value-1" in proc.stdout:
-                self.ok += 1
-            else:
-                self.failures.append((time.strftime("%H:%M:%S"), proc.stderr.strip()[-200:]))
-            time.sleep(0.3)
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.join()
+def poller(via):
+    """test_etcd's Poller, reading this cluster over TLS."""
+    return Poller(via, etcdctl)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +122,7 @@ def test_failed_move_restarts_the_member_on_its_old_directory(cluster):
     node(m, "sh", "-c", "mkdir -p /mnt/tiny && (mountpoint -q /mnt/tiny || mount -t tmpfs -o size=56m tmpfs /mnt/tiny)")
     try:
         flags_before = pod(m)[0]
-        with Poller("etcd-kubeadm-3") as poll:
+        with poller("etcd-kubeadm-3") as poll:
             proc = playbook("playbooks/etcd.yml", "-l", m, "-e", "etcd_local_disk_data_dir=/mnt/tiny/etcd",
                             "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
         assert proc.returncode != 0
@@ -180,7 +156,7 @@ def test_a_manifest_an_interrupted_run_held_aside_is_put_back(cluster):
 
 def test_a_new_quota_restarts_one_member(cluster):
     m = "etcd-kubeadm-1"
-    with Poller("etcd-kubeadm-3") as poll:
+    with poller("etcd-kubeadm-3") as poll:
         proc = playbook(ROLE, "-l", m, "-e", "etcd_local_disk_quota_backend_bytes=4GiB")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert re.search(r"changed: \[%s\]" % m, proc.stdout.split("Stop the static pod member]")[1])
@@ -214,7 +190,7 @@ def test_a_wiped_member_rejoins_and_resyncs(cluster):
     subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", m, "--disk", "blank"], cwd=REPO,
                    check=True, capture_output=True)
     assert len(keys_on(m)) == 0  # the data went with the SSD
-    with Poller("etcd-kubeadm-1") as poll:
+    with poller("etcd-kubeadm-1") as poll:
         proc = playbook("playbooks/etcd.yml", "-l", m)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert re.search(r"changed: \[%s\]" % m, proc.stdout.split("Re-add the member through a healthy peer")[1])
