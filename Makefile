@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV := $(CURDIR)/.venv
-export PATH := $(VENV)/bin:$(PATH)
+export PATH := $(VENV)/bin:$(PATH):/usr/local/go/bin:/usr/local/lib/kubescale-go/bin
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PY_COLORS := 0

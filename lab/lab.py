@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STATE = os.path.join(REPO, "lab", ".state")
+import controlplane
+from common import PKI, PREFIX, REPO, STATE, LabError, docker, issue_cert, log, put_file, run  # noqa: F401
+
 INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 IMAGE_REPO = "kubescale-lab-base"
 LABEL = "io.kubescale.lab"
-PREFIX = "kslab-"
 SUITE = "bookworm"
 SSH_BASE_PORT = int(os.environ.get("LAB_SSH_BASE_PORT", "22200"))
 DISK_SIZE = os.environ.get("LAB_DISK_SIZE", "2G")
@@ -76,27 +76,6 @@ ExecStart=/bin/sh -c 'if [ -b /dev/sdb ]; then mkdir -p /dev/disk/azure && ln -s
 [Install]
 WantedBy=sysinit.target
 """
-
-
-class LabError(Exception):
-    pass
-
-
-def log(msg):
-    print("lab: " + msg, file=sys.stderr, flush=True)
-
-
-def run(argv, check=True, capture=True, input_data=None):
-    proc = subprocess.run(argv, input=input_data, stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.PIPE if capture else None, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise LabError("command failed (%d): %s\n%s"
-                       % (proc.returncode, " ".join(argv), (proc.stderr or "").strip()))
-    return proc
-
-
-def docker(*args, check=True):
-    return run(["docker"] + list(args), check=check)
 
 
 # --------------------------------------------------------------------------- mirror discovery
@@ -474,9 +453,9 @@ def cmd_up(_args):
     wait_ssh(started, key)
     write_inventory()
     ensure_etcd([n for n in nodes if n["group"] == "etcd"])
-    ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
-                         [n for n in nodes if n["group"] == "etcd"])
     ensure_kubeadm_etcd([n for n in nodes if n["group"] == "etcd_kubeadm"])
+    controlplane.ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
+                                      [n for n in nodes if n["group"] == "etcd_kubeadm"], ensure_pki(), KUBELET_UNIT)
     log("%d nodes up" % len(started))
 
 
@@ -491,9 +470,6 @@ ETCD_INITIAL_CLUSTER="{cluster}"
 ETCD_INITIAL_CLUSTER_STATE="new"
 ETCD_INITIAL_CLUSTER_TOKEN="kubescale-lab"
 """
-
-
-PKI = os.path.join(STATE, "pki")
 
 
 def ensure_pki():
@@ -518,36 +494,6 @@ def ensure_pki():
         run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
              "-days", "3650", "-extfile", ext, "-out", cl_crt])
     return {"etcd/ca.crt": ca_crt, "apiserver-etcd-client.crt": cl_crt, "apiserver-etcd-client.key": cl_key}
-
-
-def ensure_control_plane(cps, etcd_members):
-    """What kubeadm leaves on a control plane node that matters here: its PKI files, the kube-apiserver static pod
-    manifest and the kubeadm configuration file it was made from (lab/fixtures, the shapes kubeadm writes). Nodes
-    that have a manifest are left alone."""
-    if not cps:
-        return
-    files = ensure_pki()
-    with open(os.path.join(REPO, "lab", "fixtures", "kube-apiserver.yaml.tmpl")) as f:
-        fixture = f.read()
-    with open(os.path.join(REPO, "lab", "fixtures", "kubeadm-config.yaml.tmpl")) as f:
-        config = f.read()
-    servers = ",".join("http://%s:2379" % m["ip"] for m in etcd_members)
-    for cp in cps:
-        cname = PREFIX + cp["name"]
-        manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-        if docker("exec", cname, "test", "-e", manifest, check=False).returncode == 0:
-            continue
-        docker("exec", cname, "mkdir", "-p", "/etc/kubernetes/manifests", "/etc/kubernetes/pki/etcd")
-        for dest, src in files.items():
-            with open(src) as f:
-                run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/pki/" + dest],
-                    input_data=f.read())
-        text = fixture.replace("__ADDRESS__", cp["ip"]).replace("__ETCD_SERVERS__", servers)
-        run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > " + manifest], input_data=text)
-        text = config.replace("__ADDRESS__", cp["ip"]).replace("__ETCD_SERVERS_LIST__", ", ".join(servers.split(",")))
-        run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/kubeadm-config.yaml"],
-            input_data=text)
-        log("%s: kubeadm-style kube-apiserver manifest and etcd client certificate placed" % cp["name"])
 
 
 ETCD_TEST_KEYS = 300
@@ -603,21 +549,6 @@ TimeoutStopSec=45
 WantedBy=multi-user.target
 """
 KUBEADM_ETCD_PKI = "/etc/kubernetes/pki/etcd"
-
-
-def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
-    """A key and certificate signed by the lab's etcd CA (openssl on the host), made once."""
-    key, crt = os.path.join(out_dir, name + ".key"), os.path.join(out_dir, name + ".crt")
-    if os.path.exists(crt):
-        return key, crt
-    os.makedirs(out_dir, exist_ok=True)
-    csr, ext = os.path.join(out_dir, name + ".csr"), os.path.join(out_dir, name + ".ext")
-    with open(ext, "w") as f:
-        f.write("\n".join(ext_lines) + "\n")
-    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", key, "-out", csr])
-    run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", "3650",
-         "-extfile", ext, "-out", crt])
-    return key, crt
 
 
 def kubeadm_etcdctl(*args):

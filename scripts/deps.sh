@@ -37,3 +37,26 @@ fi
 # The repo root is the collection: make it importable as kubescale.tuning without installing it.
 mkdir -p .collections/ansible_collections/kubescale
 ln -sfn ../../.. .collections/ansible_collections/kubescale/tuning
+
+# Go for the lab's control plane (lab/k8s): the machine's own in /usr/local/go when it is 1.21 or newer (it fetches the
+# toolchain lab/k8s/go.mod names through the module proxy by itself); otherwise that toolchain, as a module from the
+# module proxy, fetched with Debian's older go, into /usr/local/lib/kubescale-go.
+GO_TOOLCHAIN=go1.26.8
+go_ok() { [ -x "$1" ] && "$1" env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[1-9]|[3-9][0-9])'; }
+if ! go_ok /usr/local/go/bin/go && ! go_ok /usr/local/lib/kubescale-go/bin/go; then
+  echo "deps: no Go 1.21 or newer: fetching the $GO_TOOLCHAIN toolchain through the Go module proxy"
+  dpkg-query -W -f='${Status}' golang-go 2>/dev/null | grep -q "install ok installed" || {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+  }
+  tmp="$(mktemp -d)"
+  dir="$(GOMODCACHE="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local /usr/lib/go-1.19/bin/go mod download -json \
+         "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-amd64" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+  [ -x "$dir/bin/go" ] || [ -f "$dir/bin/go" ] || { echo "deps: the Go module proxy did not serve $GO_TOOLCHAIN" >&2; exit 1; }
+  rm -rf /usr/local/lib/kubescale-go
+  cp -a "$dir" /usr/local/lib/kubescale-go
+  chmod -R u+w /usr/local/lib/kubescale-go
+  chmod +x /usr/local/lib/kubescale-go/bin/* /usr/local/lib/kubescale-go/pkg/tool/*/*
+  chmod -R u+w "$tmp"; rm -rf "$tmp"
+  go_ok /usr/local/lib/kubescale-go/bin/go || { echo "deps: the fetched $GO_TOOLCHAIN does not run" >&2; exit 1; }
+fi

@@ -202,6 +202,11 @@ class Etcdctl(object):
             raise EtcdError("etcdctl alarm list failed: %s" % (err.strip() or out.strip()))
         return parse_alarms(out)
 
+    def alarm_disarm(self, endpoints=None):
+        rc, out, err = self.call(["alarm", "disarm"], endpoints)
+        if rc != 0:
+            raise EtcdError("etcdctl alarm disarm failed: %s" % (err.strip() or out.strip()))
+
     def member_remove(self, ident, endpoints=None):
         rc, out, err = self.call(["member", "remove", ident], endpoints)
         if rc != 0:
@@ -233,6 +238,24 @@ def survey(ctl, name, endpoints=None, peer_urls=()):
     health = ctl.health(urls)
     statuses = ctl.status([u for u in urls if health.get(u, (False,))[0]])
     return assess(members, health, statuses, name, peer_urls)
+
+
+def nospace_verdict(alarms, db_size, quota):
+    """Whether raised alarms may be disarmed so writes go on: (disarm, reason).
+
+    Only NOSPACE, and only once the largest member database is below `quota` (after the quota was raised, or the
+    database compacted and defragmented): disarming earlier would be raised again by the next write. Any other alarm
+    (CORRUPT) is left for a person.
+    """
+    kinds = sorted(set(a["alarm"] for a in alarms))
+    if not kinds:
+        return False, "no alarm raised"
+    if kinds != ["NOSPACE"]:
+        return False, "alarms %s raised: only NOSPACE is disarmed here; the others need a person" % ", ".join(kinds)
+    if db_size >= quota:
+        return False, ("NOSPACE stays: the database (%d bytes) is not below the quota (%d bytes); raise the quota or "
+                       "compact and defragment first" % (db_size, quota))
+    return True, "NOSPACE disarmed: the database (%d bytes) is below the quota (%d bytes)" % (db_size, quota)
 
 
 def initial_cluster(members, name, peer_urls):

@@ -25,6 +25,11 @@ description:
     entry and adds it again with O(peer_urls) through a healthy peer, and returns the C(ETCD_INITIAL_CLUSTER)
     it must start with (C(initial-cluster-state=existing)). Nothing is done when the member answers healthy.
     Refused, before any change, when the other members' healthy votes are fewer than the quorum.
+  - O(state=nospace_cleared) disarms a C(NOSPACE) alarm once the largest member database is below
+    O(quota_backend_bytes) (the quota was raised, or the database compacted and defragmented), so writes go on: etcd
+    keeps refusing writes until the alarm is disarmed, whatever the new quota. Nothing is done while the database is
+    still at the quota (the next write would raise it again), and alarms other than C(NOSPACE) (C(CORRUPT)) are left
+    for a person.
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -32,7 +37,7 @@ options:
     description: What to do.
     type: str
     default: observed
-    choices: [observed, caught_up, rejoined]
+    choices: [observed, caught_up, rejoined, nospace_cleared]
   endpoints:
     description: Client URLs to reach the cluster; the first that answers gives the member list.
     type: list
@@ -73,7 +78,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: O(state=rejoined) reports whether it would remove and add the member; nothing else changes anything.
+    details: >-
+      O(state=rejoined) reports whether it would remove and add the member, O(state=nospace_cleared) whether it would
+      disarm; nothing else changes anything.
   diff_mode:
     support: none
   platform:
@@ -99,6 +106,12 @@ EXAMPLES = r"""
     cert: /etc/etcd/client.crt
     key: /etc/etcd/client.key
   register: rejoin
+
+- name: Let writes go on once the raised quota is above the database (NOSPACE disarmed)
+  kubescale.tuning.etcd_cluster:
+    state: nospace_cleared
+    endpoints: [http://127.0.0.1:2379]
+    quota_backend_bytes: 8589934592
 """
 
 RETURN = r"""
@@ -168,6 +181,14 @@ readded:
   description: For O(state=rejoined), whether the member was (or in check mode would be) added again.
   returned: when state is rejoined
   type: bool
+disarmed:
+  description: For O(state=nospace_cleared), whether NOSPACE was (or in check mode would be) disarmed.
+  returned: when state is nospace_cleared
+  type: bool
+msg:
+  description: For O(state=nospace_cleared), why the alarms were or were not disarmed.
+  returned: when state is nospace_cleared
+  type: str
 """
 
 import os
@@ -181,6 +202,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import (
     EtcdError,
     initial_cluster,
     is_member,
+    nospace_verdict,
     survey,
 )
 
@@ -188,7 +210,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import (
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", default="observed", choices=["observed", "caught_up", "rejoined"]),
+            state=dict(type="str", default="observed", choices=["observed", "caught_up", "rejoined", "nospace_cleared"]),
             endpoints=dict(type="list", elements="str", required=True),
             name=dict(type="str", default=""),
             peer_urls=dict(type="list", elements="str", default=[]),
@@ -260,6 +282,18 @@ def main():
                 continue
             if target is None:
                 target = info["leader_revision"]
+
+    if p["state"] == "nospace_cleared":
+        disarm, why = nospace_verdict(info["alarms"], info["db_size"], quota)
+        if not disarm or module.check_mode:
+            module.exit_json(changed=disarm, disarmed=disarm, msg=why, **info)
+        healthy_eps = [u for r in info["members"] if r["healthy"] for u in r["client_urls"]]
+        try:
+            ctl.alarm_disarm(healthy_eps or None)
+            info["alarms"] = ctl.alarms(healthy_eps or None)
+        except EtcdError as exc:
+            module.fail_json(msg="endpoints: %s" % exc, **info)
+        module.exit_json(changed=True, disarmed=True, msg=why, **info)
 
     # rejoined
     me = info["member"]

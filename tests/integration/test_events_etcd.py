@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 
+import controlplane
 import pytest
 import yaml
 
@@ -71,10 +72,10 @@ def manifest_command():
 
 
 def fixture_command():
-    with open(os.path.join(REPO, "lab", "fixtures", "kube-apiserver.yaml.tmpl")) as f:
-        text = f.read()
-    servers = ",".join("http://%s:2379" % lab_ip(m) for m in ("etcd-1", "etcd-2", "etcd-3"))
-    text = text.replace("__ADDRESS__", lab_ip("cp-1")).replace("__ETCD_SERVERS__", servers)
+    """kube-apiserver's command as the lab placed it (lab/controlplane.py: its etcd is the kubeadm cluster)."""
+    servers = ",".join("https://%s:2379" % lab_ip(m) for m in ("etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"))
+    text = controlplane.fixture("kube-apiserver.yaml.tmpl", ADDRESS=lab_ip("cp-1"), ETCD_SERVERS=servers,
+                                VERSION=controlplane.k8s_version(), SERVICE_CIDR=controlplane.SERVICE_CIDR)
     return yaml.safe_load(text)["spec"]["containers"][0]["command"]
 
 

@@ -118,3 +118,29 @@ def test_survey_without_any_answer():
     ctl = e.Etcdctl(lambda argv: (1, "", "connection refused"), "etcdctl", ["http://a:2379", "http://b:2379"])
     with pytest.raises(e.EtcdError, match="no endpoint answered"):
         e.survey(ctl, "x")
+
+
+def test_nospace_is_disarmed_only_below_the_quota_and_only_nospace():
+    nospace = [{"member_id": "a", "alarm": "NOSPACE"}, {"member_id": "b", "alarm": "NOSPACE"}]
+    assert e.nospace_verdict([], 10, 100) == (False, "no alarm raised")
+    disarm, why = e.nospace_verdict(nospace, 10, 100)
+    assert disarm and "below the quota" in why
+    disarm, why = e.nospace_verdict(nospace, 100, 100)
+    assert not disarm and "raise the quota or compact" in why
+    disarm, why = e.nospace_verdict(nospace + [{"member_id": "a", "alarm": "CORRUPT"}], 10, 100)
+    assert not disarm and "CORRUPT" in why
+
+
+def test_alarm_disarm_argv_and_failure():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return (1, "", "context deadline exceeded") if len(calls) > 1 else (0, "", "")
+
+    ctl = e.Etcdctl(run, "etcdctl", ["https://a:2379"], cacert="/ca", cert="/c", key="/k")
+    ctl.alarm_disarm()
+    assert calls[0][-2:] == ["alarm", "disarm"] and "--cert=/c" in calls[0]
+    with pytest.raises(e.EtcdError, match="alarm disarm failed: context deadline exceeded"):
+        ctl.alarm_disarm(["https://b:2379"])
+    assert calls[1][1] == "--endpoints=https://b:2379"
