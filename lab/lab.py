@@ -317,6 +317,8 @@ def start_node(node, tag, pubkey):
             "--device", "%s:/dev/sdb" % loop]
     if node["dockerd"]:
         argv += ["-v", "%s-docker:/var/lib/docker" % cname]
+    if node["group"] == "etcd_kubeadm" and os.path.exists("/dev/fuse"):
+        argv += ["--device", "/dev/fuse"]  # bench/etcd_disk.py mounts its emulated network disk there
     argv += [tag]
     docker(*argv)
     return port

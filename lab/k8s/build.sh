@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the lab's Kubernetes control plane from Go modules only (lab/k8s/go.mod pins one release):
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (and its node and pod stage files),
-# and the lab's own kubelet-config-check. The binaries go to a cache outside the checkout, keyed by what
-# decides them (go.mod, go.sum, the lab's Go sources, this script), so a second build takes no time.
+# and the lab's own kubelet-config-check and slowdisk (bench/etcd_disk.py's emulated network disk). The binaries go
+# to a cache outside the checkout, keyed by what decides them (go.mod, go.sum, the lab's Go sources, this script), so
+# a second build takes no time.
 # Prints the directory holding bin/ and stages/ on its last line.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,7 +26,7 @@ esac
 k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)"
 key="$(cat go.mod go.sum build.sh $(find cmd -name '*.go' | sort) | sha256sum | cut -c1-16)"
 cache="${KUBESCALE_K8S_CACHE:-/var/cache/kubescale/k8s}/$k8s_version-$key"
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check)
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check slowdisk)
 if [ -f "$cache/.complete" ]; then
   echo "$cache"
   exit 0
@@ -47,7 +48,7 @@ done
 go build -trimpath -ldflags "$ldflags" -o "$cache.tmp/bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
-  sigs.k8s.io/kwok/cmd/kwok ./cmd/kubelet-config-check
+  sigs.k8s.io/kwok/cmd/kwok ./cmd/kubelet-config-check ./cmd/slowdisk
 for b in "${bins[@]}"; do
   [ -x "$cache.tmp/bin/$b" ] || { echo "lab/k8s: $b was not built" >&2; exit 1; }
 done

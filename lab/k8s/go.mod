@@ -9,6 +9,7 @@ go 1.26.0
 godebug default=go1.26
 
 require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	k8s.io/apiserver v0.36.3
 	k8s.io/kubernetes v1.36.3
 )

@@ -240,22 +240,27 @@ def survey(ctl, name, endpoints=None, peer_urls=()):
     return assess(members, health, statuses, name, peer_urls)
 
 
+# NOSPACE is raised when a write would take the database to the quota, so a database just under it is still full:
+# disarmed only with this share of the quota free (the next writes would raise it again at once otherwise).
+NOSPACE_HEADROOM = 0.05
+
+
 def nospace_verdict(alarms, db_size, quota):
     """Whether raised alarms may be disarmed so writes go on: (disarm, reason).
 
-    Only NOSPACE, and only once the largest member database is below `quota` (after the quota was raised, or the
-    database compacted and defragmented): disarming earlier would be raised again by the next write. Any other alarm
-    (CORRUPT) is left for a person.
+    Only NOSPACE, and only once the largest member database leaves NOSPACE_HEADROOM of `quota` free (the quota was
+    raised, or the database compacted and defragmented): disarming earlier would be raised again by the next writes.
+    Any other alarm (CORRUPT) is left for a person.
     """
     kinds = sorted(set(a["alarm"] for a in alarms))
     if not kinds:
         return False, "no alarm raised"
     if kinds != ["NOSPACE"]:
         return False, "alarms %s raised: only NOSPACE is disarmed here; the others need a person" % ", ".join(kinds)
-    if db_size >= quota:
-        return False, ("NOSPACE stays: the database (%d bytes) is not below the quota (%d bytes); raise the quota or "
-                       "compact and defragment first" % (db_size, quota))
-    return True, "NOSPACE disarmed: the database (%d bytes) is below the quota (%d bytes)" % (db_size, quota)
+    if db_size > quota * (1 - NOSPACE_HEADROOM):
+        return False, ("NOSPACE stays: the database (%d bytes) leaves less than %d%% of the quota (%d bytes) free; raise "
+                       "the quota, or compact and defragment, first" % (db_size, NOSPACE_HEADROOM * 100, quota))
+    return True, "NOSPACE disarmed: the database (%d bytes) is well below the quota (%d bytes)" % (db_size, quota)
 
 
 def initial_cluster(members, name, peer_urls):
