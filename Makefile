@@ -53,13 +53,15 @@ unit: deps
 molecule: image
 	bash scripts/molecule.sh
 
-# The integration tests touch disjoint nodes (main etcd, kubeadm etcd, the rest): three streams side by side.
+# The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
+# etcd, then the control plane whose objects live in it; the rest (the Events cluster and kube-apiserver's manifest among it).
+# test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
 lab-test: lab
 	bash tests/integration/site_twice.sh
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py" \
-	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py"
+	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py" \
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py"
 
 test: deps
 	$(MAKE) lint

@@ -1,6 +1,23 @@
 """The lab's own modules (lab/), for tests that render the lab's fixtures or talk to its control plane."""
 
+import fcntl
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab"))
+
+LOCK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", ".state",
+                    "control-plane.lock")
+
+
+@pytest.fixture(scope="module")
+def control_plane_lock():
+    """Held for a whole test module that stops the Events cluster, rewrites kube-apiserver's manifest or leans on the
+    kubeadm etcd behind it: make lab-test runs its streams side by side, and such modules must not overlap."""
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+        fcntl.flock(f, fcntl.LOCK_UN)

@@ -26,7 +26,8 @@ APISERVER_TLS = ["--cacert=/etc/kubernetes/pki/etcd/ca.crt", "--cert=/etc/kubern
                  "--key=/etc/kubernetes/pki/apiserver-etcd-client.key"]
 NS = "kubescale-test"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+              pytest.mark.usefixtures("control_plane_lock")]
 
 
 def inventory():

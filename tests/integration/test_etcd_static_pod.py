@@ -88,10 +88,14 @@ def test_every_member_runs_from_its_ssd_with_every_key(cluster):
         assert flags["data-dir"] == "/var/lib/etcd"  # the container's path stays
         assert flags["quota-backend-bytes"] == str(8 * 1024 ** 3)
         assert node(m, "findmnt", "-n", "-o", "SOURCE", "-T", SSD_DIR).stdout.strip() == "/dev/sdb"
-        # what the etcd process sees at /var/lib/etcd is the SSD directory
-        mnt = node(m, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m findmnt -n -o SOURCE /var/lib/etcd").stdout
+        # what the etcd process sees at /var/lib/etcd (in its own root) is the SSD directory
+        mnt = node(m, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m -r findmnt -n -o SOURCE /var/lib/etcd").stdout
         assert mnt.strip() == "/dev/sdb[/etcd]", mnt
         assert node(m, "sh", "-c", "ls -d /var/lib/etcd.pre-ssd-*").stdout.strip()  # the backup
+        # the move stopped and started the member; it never exited by itself (its mounts live in its own root, so
+        # renaming the node's /var/lib/etcd to the backup changed nothing for it)
+        journal = node(m, "journalctl", "-u", "kubelet", "--no-pager", "-o", "cat").stdout
+        assert "etcd.yaml: exited with" not in journal
         assert node(m, "ls", "-A", "/etc/kubernetes/kubescale-held").stdout.strip() == ""
         assert len(keys_on(m)) == KEYS, m
     assert etcdctl(MEMBERS[0], "endpoint", "health").returncode == 0
