@@ -57,11 +57,17 @@ def node(name, *argv, check=True, stdin=None):
 def members():
     with open(HOSTS) as f:
         hosts = yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"]
-    return sorted((name, h["lab_ip"]) for name, h in hosts.items())
+    return sorted(hosts)
+
+
+def member_ips():
+    with open(HOSTS) as f:
+        hosts = yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"]
+    return [hosts[m]["lab_ip"] for m in sorted(hosts)]
 
 
 def etcdctl(via, *args, check=True):
-    eps = ",".join("https://%s:2379" % ip for _, ip in members())
+    eps = ",".join("https://%s:2379" % ip for ip in member_ips())
     return node(via, "etcdctl", "--endpoints=" + eps, *TLS, "--command-timeout=10s", *args, check=check)
 
 
@@ -79,7 +85,7 @@ def data_path(member):
 
 
 def healthy_all():
-    return etcdctl(members()[0][0], "endpoint", "health", check=False).returncode == 0
+    return etcdctl(members()[0], "endpoint", "health", check=False).returncode == 0
 
 
 def to_network_disk(member, slowdisk, delay):
@@ -168,14 +174,14 @@ def measure(api, label, count):
     except urllib.error.HTTPError as exc:
         if exc.code != 409:
             raise
-    before = {m: metric_histogram(m, "etcd_disk_wal_fsync_duration_seconds") for m, _ in members()}
+    before = {m: metric_histogram(m, "etcd_disk_wal_fsync_duration_seconds") for m in members()}
     latencies = []
     for i in range(count):
         body = {"metadata": {"name": "%s-%d-%d" % (label, int(time.time()), i)}, "data": {"k": "v" * 512}}
         t0 = time.perf_counter()
         api.request("POST", "/api/v1/namespaces/%s/configmaps" % ns, body)
         latencies.append((time.perf_counter() - t0) * 1000)
-    after = {m: metric_histogram(m, "etcd_disk_wal_fsync_duration_seconds") for m, _ in members()}
+    after = {m: metric_histogram(m, "etcd_disk_wal_fsync_duration_seconds") for m in members()}
     merged_before, merged_after = {}, {}
     for m in after:
         for b, c in after[m].items():
@@ -219,27 +225,27 @@ def main():
     args = parser.parse_args()
     if not os.path.exists(controlplane.ADMIN_CONF):
         sys.exit("bench: no lab control plane (make lab)")
-    for m, _ in members():
+    for m in members():
         if node(m, "test", "-c", "/dev/fuse", check=False).returncode != 0:
             sys.exit("bench: %s has no /dev/fuse (nodes made before slowdisk existed: make lab-down lab)" % m)
     slowdisk = os.path.join(controlplane.build_binaries(), "bin", "slowdisk")
     print("bench: putting the kubeadm members on the emulated network disk (%s per fsync)" % args.delay, flush=True)
-    for m, _ in members():
+    for m in members():
         to_network_disk(m, slowdisk, args.delay)
     api = Api()
     network = measure(api, "network", args.configmaps)
     print("bench: moving them with playbooks/etcd.yml (etcd_local_disk)", flush=True)
     gates, wall = move_to_ssd()
     ssd = measure(api, "ssd", args.configmaps)
-    for m, _ in members():
+    for m in members():
         node(m, "systemctl", "stop", "slowdisk", check=False)
     rows = [network, ssd]
-    print("\n%-8s %10s %10s %14s %14s %8s" % ("etcd on", "req p50", "req p99", "wal fsync p50", "wal fsync p99",
-                                               "fsyncs"))
+    header = ("etcd on", "req p50", "req p99", "wal fsync p50", "wal fsync p99", "fsyncs")
+    print("\n%-8s %10s %10s %14s %14s %8s" % header)
     for r in rows:
-        print("%-8s %8.2fms %8.2fms %12.3fms %12.3fms %8d" % (r["where"], r["request_p50_ms"], r["request_p99_ms"],
-                                                              r["wal_fsync_p50_ms"], r["wal_fsync_p99_ms"],
-                                                              r["wal_fsyncs"]))
+        cells = (r["where"], r["request_p50_ms"], r["request_p99_ms"], r["wal_fsync_p50_ms"], r["wal_fsync_p99_ms"],
+                 r["wal_fsyncs"])
+        print("%-8s %8.2fms %8.2fms %12.3fms %12.3fms %8d" % cells)
     ratio = {k: round(network[k] / ssd[k], 1) for k in ("request_p50_ms", "wal_fsync_p50_ms", "wal_fsync_p99_ms")}
     print("\nnetwork disk / SSD: wal fsync p50 %.1fx, p99 %.1fx, request p50 %.1fx (the seed: 2 ms -> 200 us, 10x)"
           % (ratio["wal_fsync_p50_ms"], ratio["wal_fsync_p99_ms"], ratio["request_p50_ms"]))

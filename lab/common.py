@@ -50,5 +50,3 @@ def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
     run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", "3650",
          "-extfile", ext, "-out", crt])
     return key, crt
-
-

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 import controlplane
-from common import PKI, PREFIX, REPO, STATE, LabError, docker, issue_cert, log, put_file, run  # noqa: F401
+from common import PKI, PREFIX, REPO, STATE, LabError, docker, issue_cert, log, run  # noqa: F401
 
 INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 IMAGE_REPO = "kubescale-lab-base"

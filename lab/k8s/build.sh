@@ -24,7 +24,7 @@ case "$gover" in
 esac
 
 k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)"
-key="$(cat go.mod go.sum build.sh $(find cmd -name '*.go' | sort) | sha256sum | cut -c1-16)"
+key="$(find cmd -name '*.go' -print0 | sort -z | xargs -0 cat go.mod go.sum build.sh | sha256sum | cut -c1-16)"
 cache="${KUBESCALE_K8S_CACHE:-/var/cache/kubescale/k8s}/$k8s_version-$key"
 bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check slowdisk)
 if [ -f "$cache/.complete" ]; then

@@ -29,3 +29,65 @@ def test_node_counts_from_environment(monkeypatch):
     monkeypatch.setenv("LAB_CPU_NODES", "four")
     with pytest.raises(lab.LabError, match="LAB_CPU_NODES"):
         lab.wanted_nodes()
+
+
+def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
+    import controlplane
+    monkeypatch.setenv("LAB_KWOK_NODES", "12")
+    counts = controlplane.kwok_counts()
+    assert counts == {"kube_node_cpu": 10, "kube_node_gpu": 2}
+    nodes = controlplane.kwok_nodes(counts)
+    assert [n["metadata"]["name"] for n in nodes][:2] == ["kwok-cpu-0001", "kwok-cpu-0002"]
+    gpu = nodes[-1]
+    assert gpu["metadata"]["name"] == "kwok-gpu-0002"
+    assert gpu["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    assert gpu["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "Standard_NC24"
+    assert gpu["status"]["capacity"] == gpu["status"]["allocatable"] == {
+        "cpu": "24", "memory": "224Gi", "pods": "110", "nvidia.com/gpu": "4"}
+    assert nodes[0]["status"]["capacity"] == {"cpu": "20", "memory": "140Gi", "pods": "110"}
+    monkeypatch.setenv("LAB_KWOK_NODES", "many")
+    with pytest.raises(lab.LabError, match="LAB_KWOK_NODES"):
+        controlplane.kwok_counts()
+
+
+def test_the_pinned_release_and_the_fixtures_render_whole():
+    import controlplane
+    import yaml
+    version = controlplane.k8s_version()
+    assert version.startswith("v1.") and int(version.split(".")[1]) >= 34
+    values = {"ADDRESS": "10.0.0.4", "ETCD_SERVERS": "https://10.0.0.5:2379", "VERSION": version,
+              "SERVICE_CIDR": controlplane.SERVICE_CIDR, "NODE_MONITOR_GRACE": controlplane.NODE_MONITOR_GRACE}
+    for component in controlplane.MANIFESTS:
+        text = controlplane.fixture(component + ".yaml.tmpl", **values)
+        assert "__" not in text, component
+        pod = yaml.safe_load(text)
+        assert pod["spec"]["containers"][0]["command"][0] == component
+        assert pod["spec"]["containers"][0]["image"].endswith(":" + version)
+
+
+def test_the_standin_gives_each_pod_its_own_root():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(lab.__file__), "fixtures", "kubelet-standin.py")
+    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    manifest = """
+spec:
+  containers:
+  - command: [kube-scheduler, --kubeconfig=/etc/kubernetes/scheduler.conf]
+    volumeMounts:
+    - {name: kubeconfig, mountPath: /etc/kubernetes/scheduler.conf}
+    - {name: data, mountPath: /var/lib/etcd}
+  volumes:
+  - {name: kubeconfig, hostPath: {path: /etc/kubernetes/scheduler.conf, type: FileOrCreate}}
+  - {name: data, hostPath: {path: /mnt/local-ssd/etcd, type: DirectoryOrCreate}}
+"""
+    argv = standin.argv_for("kube-scheduler.yaml", manifest)
+    assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
+    assert argv[argv.index("pod") + 1] == "/run/kubescale-lab/pods/kube-scheduler"
+    binds = argv[argv.index("pod") + 2:argv.index("--")]
+    assert binds == ["file", "/etc/kubernetes/scheduler.conf", "/etc/kubernetes/scheduler.conf",
+                     "dir", "/mnt/local-ssd/etcd", "/var/lib/etcd"]
+    assert argv[argv.index("--") + 1:] == ["kube-scheduler", "--kubeconfig=/etc/kubernetes/scheduler.conf"]
+    assert "chroot" in standin.POD_ROOT
