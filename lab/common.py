@@ -38,7 +38,7 @@ def put_file(cname, path, text, mode="0600"):
 
 
 def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
-    """A key and certificate signed by the lab's etcd CA (openssl on the host), made once."""
+    """A key and certificate signed by the CA `ca_crt`/`ca_key` (openssl on the host), made once."""
     key, crt = os.path.join(out_dir, name + ".key"), os.path.join(out_dir, name + ".crt")
     if os.path.exists(crt):
         return key, crt

@@ -11,7 +11,9 @@ Standard library plus the docker CLI.  Commands:
 
 Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (3),
 LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: kubeadm's etcd as
-static pods, run by a stand-in for the kubelet).
+static pods, run by a stand-in for the kubelet). The control plane node runs a real kube-apiserver,
+kube-controller-manager and kube-scheduler on the kubeadm etcd, and kwok with LAB_KWOK_NODES (50) fake Nodes
+(lab/controlplane.py).
 
 The Debian mirror is read from this machine's apt sources; none is written into the repository.
 """
@@ -667,10 +669,25 @@ def cmd_image(args):
     print(build_image(force=args.force))
 
 
+def wait_released(loop, timeout=60):
+    """Until no file system holds `loop` (an exclusive open succeeds). A stopped node's ext4 can outlive its container
+    for a moment on a busy machine; wiping before it let go would let its last writeback land after the wipe."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            os.close(os.open(loop, os.O_RDONLY | os.O_EXCL))
+            return
+        except OSError as exc:
+            if time.time() > deadline:
+                raise LabError("%s is still in use %ds after its node stopped: %s" % (loop, timeout, exc))
+            time.sleep(0.5)
+
+
 def wipe_disk(name, layout):
     """Emulate what Azure hands back after a redeploy: a blank disk, or NTFS with the readme."""
     path = disk_path(name)
     loop = loop_for(path)
+    wait_released(loop)
     run(["wipefs", "-a", loop], check=False)
     run(["dd", "if=/dev/zero", "of=" + loop, "bs=1M", "count=16", "conv=fsync", "status=none"])
     if layout == "ntfs":

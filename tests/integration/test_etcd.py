@@ -240,6 +240,8 @@ def test_a_wiped_member_rejoins_and_resyncs(cluster):
     assert new and new[0].split(",")[0] != old_id[0].split(",")[0]  # a new member ID
     assert "started" in new[0]
     assert poll.failures == [] and poll.ok > 0, poll.failures
+    # joined with "existing", then back to "new": wiped again, it cannot start under its old ID by itself
+    assert 'ETCD_INITIAL_CLUSTER_STATE="new"' in node("etcd-2", "cat", "/etc/default/etcd").stdout
     again = playbook("playbooks/etcd.yml", "-l", "etcd-2")
     assert again.returncode == 0 and recap(again, "etcd-2")["changed"] == 0, again.stdout[-3000:]
 
