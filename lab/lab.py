@@ -679,7 +679,7 @@ def wait_released(loop, timeout=60):
             return
         except OSError as exc:
             if time.time() > deadline:
-                raise LabError("%s is still in use %ds after its node stopped: %s" % (loop, timeout, exc))
+                raise LabError("%s is still in use %ds after its node stopped: %s" % (loop, timeout, exc)) from exc
             time.sleep(0.5)
 
 
