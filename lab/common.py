@@ -50,3 +50,26 @@ def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
     run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", "3650",
          "-extfile", ext, "-out", crt])
     return key, crt
+
+
+KUBELET_UNIT = """[Unit]
+Description=Lab stand-in for the kubelet: runs the static pods in /etc/kubernetes/manifests (lab/fixtures)
+After=network-online.target local-fs.target
+
+[Service]
+ExecStart=/usr/bin/python3 /usr/local/lib/kubescale-lab/kubelet-standin.py
+Restart=always
+RestartSec=2
+KillMode=mixed
+TimeoutStopSec=45
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def install_standin(cname):
+    """The lab's stand-in for the kubelet (lab/fixtures/kubelet-standin.py) as kubelet.service on node `cname`."""
+    with open(os.path.join(REPO, "lab", "fixtures", "kubelet-standin.py")) as f:
+        put_file(cname, "/usr/local/lib/kubescale-lab/kubelet-standin.py", f.read(), "0644")
+    put_file(cname, "/etc/systemd/system/kubelet.service", KUBELET_UNIT, "0644")

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from common import PKI, PREFIX, REPO, LabError, docker, issue_cert, log, put_file, run
+from common import PKI, PREFIX, REPO, LabError, docker, install_standin, issue_cert, log, put_file, run
 
 K8S_BUILD = os.path.join(REPO, "lab", "k8s", "build.sh")
 K8S_PKI = os.path.join(PKI, "k8s")
@@ -213,7 +213,7 @@ def fixture(name, **values):
     return text
 
 
-def ensure_control_plane(cps, etcd_members, etcd_client_files, standin_unit):
+def ensure_control_plane(cps, etcd_members, etcd_client_files):
     """Place (once) and start the control plane on each kube_control_plane node; return the binaries' directory."""
     if not cps:
         return None
@@ -231,9 +231,7 @@ def ensure_control_plane(cps, etcd_members, etcd_client_files, standin_unit):
         put_file(cname, "/etc/kwok/kwok.yaml", kwok_config(build_dir), "0644")
         put_file(cname, "/etc/kubernetes/kwok.conf", confs["kwok.conf"])
         put_file(cname, "/etc/systemd/system/kwok.service", KWOK_UNIT.format(lease=KWOK_LEASE_SECONDS), "0644")
-        put_file(cname, "/etc/systemd/system/kubelet.service", standin_unit, "0644")
-        with open(os.path.join(REPO, "lab", "fixtures", "kubelet-standin.py")) as f:
-            put_file(cname, "/usr/local/lib/kubescale-lab/kubelet-standin.py", f.read(), "0644")
+        install_standin(cname)
         manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
         if docker("exec", cname, "test", "-e", manifest, check=False).returncode != 0:
             for dest, src in list(files.items()) + list(etcd_client_files.items()):

@@ -30,7 +30,7 @@ import tempfile
 import time
 
 import controlplane
-from common import PKI, PREFIX, REPO, STATE, LabError, docker, issue_cert, log, run  # noqa: F401
+from common import PKI, PREFIX, REPO, STATE, LabError, docker, install_standin, issue_cert, log, run  # noqa: F401
 
 INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 IMAGE_REPO = "kubescale-lab-base"
@@ -459,7 +459,7 @@ def cmd_up(_args):
     ensure_etcd([n for n in nodes if n["group"] == "etcd"])
     ensure_kubeadm_etcd([n for n in nodes if n["group"] == "etcd_kubeadm"])
     controlplane.ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
-                                      [n for n in nodes if n["group"] == "etcd_kubeadm"], ensure_pki(), KUBELET_UNIT)
+                                      [n for n in nodes if n["group"] == "etcd_kubeadm"], ensure_pki())
     log("%d nodes up" % len(started))
 
 
@@ -538,20 +538,6 @@ def ensure_etcd(members, timeout=120):
     log("etcd cluster formed on %s, %d keys written" % (", ".join(m["name"] for m in members), ETCD_TEST_KEYS))
 
 
-KUBELET_UNIT = """[Unit]
-Description=Lab stand-in for the kubelet: runs the static pods in /etc/kubernetes/manifests (lab/fixtures)
-After=network-online.target local-fs.target
-
-[Service]
-ExecStart=/usr/bin/python3 /usr/local/lib/kubescale-lab/kubelet-standin.py
-Restart=always
-RestartSec=2
-KillMode=mixed
-TimeoutStopSec=45
-
-[Install]
-WantedBy=multi-user.target
-"""
 KUBEADM_ETCD_PKI = "/etc/kubernetes/pki/etcd"
 
 
@@ -575,8 +561,6 @@ def ensure_kubeadm_etcd(members, timeout=120):
                                 ca_crt, ca_key, os.path.join(PKI, "kubeadm-etcd"))
     with open(os.path.join(REPO, "lab", "fixtures", "etcd.yaml.tmpl")) as f:
         fixture = f.read()
-    with open(os.path.join(REPO, "lab", "fixtures", "kubelet-standin.py")) as f:
-        standin = f.read()
     cluster = ",".join("%s=https://%s:2380" % (m["name"], m["ip"]) for m in members)
     todo = []
     for m in members:
@@ -599,10 +583,7 @@ def ensure_kubeadm_etcd(members, timeout=120):
             with open(src) as f:
                 run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > %s/%s" % (KUBEADM_ETCD_PKI, dest)],
                     input_data=f.read())
-        run(["docker", "exec", "-i", cname, "sh", "-c", "cat > /usr/local/lib/kubescale-lab/kubelet-standin.py"],
-            input_data=standin)
-        run(["docker", "exec", "-i", cname, "sh", "-c", "cat > /etc/systemd/system/kubelet.service"],
-            input_data=KUBELET_UNIT)
+        install_standin(cname)
         text = (fixture.replace("__ADDRESS__", m["ip"]).replace("__NAME__", m["name"])
                 .replace("__INITIAL_CLUSTER__", cluster))
         run(["docker", "exec", "-i", cname, "sh", "-c", "umask 077; cat > /etc/kubernetes/manifests/etcd.yaml"],
