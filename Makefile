@@ -12,7 +12,7 @@ export ANSIBLE_FORCE_COLOR := 0
 PYTHON := $(VENV)/bin/python
 LAB := /usr/bin/python3 lab/lab.py
 
-.PHONY: deps image lab lab-down lab-status site test lint sanity unit molecule lab-test bench bake packer-validate
+.PHONY: deps image lab lab-down lab-status site test lint sanity unit azure-inventory molecule lab-test bench bake packer-validate
 
 deps:
 	bash scripts/deps.sh
@@ -50,6 +50,10 @@ bake: image
 unit: deps
 	pytest -q tests/unit
 
+# inventories/azure/azure_rm.yml through the azure_rm plugin against the recorded ARM on loopback (lab/azure_arm.py).
+azure-inventory: deps
+	pytest -q --durations=3 tests/azure
+
 molecule: image
 	bash scripts/molecule.sh
 
@@ -66,6 +70,7 @@ lab-test: lab
 test: deps
 	$(MAKE) lint
 	$(MAKE) unit
+	$(MAKE) azure-inventory
 	$(MAKE) sanity
 	$(MAKE) packer-validate
 	$(MAKE) lab
@@ -78,3 +83,4 @@ bench: deps
 	$(PYTHON) bench/sysctl_one_call.py
 	$(PYTHON) bench/disk_latency_vs_fio.py
 	$(PYTHON) bench/preload_vs_per_image.py
+	$(PYTHON) bench/azure_inventory.py

@@ -26,11 +26,11 @@ fi
 
 # The pinned controller tooling. /usr/bin/python3: the pyenv shim on PATH may point elsewhere.
 stamp=.venv/.requirements.sha256
-want="$(sha256sum requirements-dev.txt | cut -d' ' -f1)"
+want="$(cat requirements-dev.txt requirements-azure.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "deps: building .venv from requirements-dev.txt"
+  echo "deps: building .venv from requirements-dev.txt and requirements-azure.txt"
   /usr/bin/python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt -r requirements-azure.txt
   echo "$want" > "$stamp"
 fi
 

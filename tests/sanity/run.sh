@@ -14,6 +14,10 @@ trap 'rm -rf "$tmp"' EXIT
 dest="$tmp/ansible_collections/kubescale/tuning"
 mkdir -p "$dest"
 (cd "$repo" && git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$dest")
+# The collections its plugins extend (azure.azcollection's doc fragments), from the pinned pip ansible package.
+azure="$("$venv/bin/python" -c 'import importlib.util as u; print(list(u.find_spec("ansible_collections.azure.azcollection").submodule_search_locations)[0])')"
+mkdir -p "$tmp/ansible_collections/azure"
+ln -s "$azure" "$tmp/ansible_collections/azure/azcollection"
 cd "$dest"
 git init -q && git add -A && git -c user.email=ci@invalid -c user.name=ci commit -qm sanity
 export PATH="$venv/bin:$PATH"

@@ -1,0 +1,277 @@
+"""inventories/azure/azure_rm.yml, run by ansible-inventory through the azure_rm plugin against a recorded ARM.
+
+lab/azure_arm.py serves tests/fixtures/azure/subscription.yml over HTTPS on 127.0.0.1 (cloud metadata, Entra ID token
+endpoint, VM and scale set lists with nextLink paging, instance views, NICs, public IPs, /batch). The inventory file
+is used unchanged; only the endpoint and credentials come from the environment (AZURE_CLOUD_ENVIRONMENT, AZURE_*).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import azure_arm
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = os.path.join(REPO, "inventories", "azure", "azure_rm.yml")
+BIN = os.path.dirname(sys.executable)
+CLASSES = ["etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu"]
+NOT_RUNNING = {"master-1", "cpu-a_1", "gpu-legacy-1"}  # deallocated or stopped in the fixture
+
+
+@pytest.fixture(scope="module")
+def arm():
+    # Pages of 3: every list (VMs, scale sets, a scale set's instances) takes several nextLink pages.
+    server = azure_arm.Arm(azure_arm.Subscription.from_file(
+        os.path.join(azure_arm.FIXTURES, "subscription.yml")), page_size=3).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fresh(arm):
+    arm.clear()
+    arm.expired_secret = None
+    yield arm
+    arm.clear()
+
+
+def plain(value):
+    """ansible-inventory's JSON keeps untrusted strings as {"__ansible_unsafe": ...}; the values themselves."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def env_for(arm, **extra):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"), ANSIBLE_NOCOLOR="1")
+    for key in list(env):
+        if key.startswith(("AZURE_", "ANSIBLE_AZURE_", "ANSIBLE_INVENTORY_CACHE")):
+            del env[key]
+    env.update(arm.client_env())
+    env.update(extra)
+    return env
+
+
+def run_inventory(arm, *args, path=INVENTORY, **extra):
+    return subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", path, "--list", *args], cwd=REPO,
+                          env=env_for(arm, **extra), capture_output=True, text=True, check=False)
+
+
+def inventory(arm, *args, **extra):
+    out = run_inventory(arm, *args, **extra)
+    assert out.returncode == 0, out.stderr
+    return plain(json.loads(out.stdout))
+
+
+def hosts_of(inv, group):
+    return set(inv.get(group, {}).get("hosts", []))
+
+
+def private_ip(arm, vm_name):
+    vm = next(v for v in list(arm.sub.vms) + [i for s in arm.sub.instances.values() for i in s] if v["name"] == vm_name)
+    vm_id = vm["id"].lower()
+    return arm.sub.nics[vm_id][0]["properties"]["ipConfigurations"][0]["properties"]["privateIPAddress"]
+
+
+def flexible(arm, scale_set):
+    """The Flexible instances of `scale_set`, in instance order (their names end in a hash)."""
+    return [v["name"] for v in arm.sub.vms if v["name"].startswith(scale_set + "_")]
+
+
+def expected_classes(arm):
+    mixed = flexible(arm, "mixed")
+    return {
+        "etcd": {"etcd-0", "etcd-1", "etcd-2"},
+        "etcd_events": {"etcd-events-0", mixed[0]},  # the VM's own tag wins over its scale set's
+        "kube_control_plane": {"master-0"},
+        "kube_node_cpu": {"cpu-a_0", "cpu-a_2", "cpu-b_0", "cpu-b_1", "cpu-standalone", mixed[1]},
+        "kube_node_gpu": {"gpu-legacy-0", *flexible(arm, "gpu-v100"), *flexible(arm, "gpu-a100")},
+    }
+
+
+def test_every_running_host_lands_in_its_class(fresh):
+    inv = inventory(fresh)
+    hostvars = inv["_meta"]["hostvars"]
+    want = expected_classes(fresh)
+    for cls in CLASSES:
+        assert hosts_of(inv, cls) == want[cls], cls
+        assert hosts_of(inv, "node_class_" + cls) == want[cls], cls
+    assert hosts_of(inv, "node_class_untagged") == {"jumpbox", "build-agents_0"}
+    every = set().union(*want.values()) | {"jumpbox", "build-agents_0"}
+    assert set(hostvars) == every
+    assert not NOT_RUNNING & set(hostvars)
+    # Each host reached on its private address, public IPs (master-0, jumpbox) notwithstanding.
+    for host in every:
+        assert hostvars[host]["ansible_host"] == private_ip(fresh, host), host
+    assert hostvars["master-0"]["public_ipv4_address"] and hostvars["master-0"]["ansible_host"].startswith("10.240.")
+
+
+def test_scale_set_instances_carry_their_scale_set(fresh):
+    hostvars = inventory(fresh)["_meta"]["hostvars"]
+    uniform = hostvars["cpu-a_0"]
+    assert uniform["scale_set"]["name"] == "cpu-a" and uniform["scale_set"]["orchestration_mode"] == "Uniform"
+    assert uniform["scale_set"]["tags"] == {"node_class": "kube_node_cpu"} and uniform["tags"] == {}
+    assert (uniform["node_class"], uniform["node_class_source"]) == ("kube_node_cpu", "scale_set_tag")
+    # A Uniform instance has no hardwareProfile: its size comes from its SKU.
+    assert uniform["virtual_machine_size"] == "Standard_D15_v2"
+    assert hostvars["cpu-b_0"]["node_class_source"] == "size"
+    flex = hostvars[flexible(fresh, "gpu-v100")[0]]
+    assert flex["scale_set"]["name"] == "gpu-v100" and flex["scale_set"]["orchestration_mode"] == "Flexible"
+    assert (flex["node_class"], flex["node_class_source"]) == ("kube_node_gpu", "scale_set_tag")
+    a100 = hostvars[flexible(fresh, "gpu-a100")[0]]
+    assert (a100["virtual_machine_size"], a100["node_class_source"]) == ("Standard_NC24ads_A100_v4", "size")
+    assert hostvars["etcd-0"]["scale_set"] == {} and hostvars["etcd-0"]["node_class_source"] == "vm_tag"
+    # Instance 0 of cpu-a and of cpu-b: one host each.
+    assert {"cpu-a_0", "cpu-b_0"} <= set(hostvars)
+    stats = fresh.stats()
+    assert stats["list_scale_set_vms"] >= 3 and stats["list_virtualmachines"] >= 2  # paged
+    assert stats["scale_set_nic_refused"] >= 1 and stats["list_scale_set_vm_nics"] >= 1
+
+
+def test_each_class_playbook_targets_its_hosts(fresh):
+    out = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, "--list-hosts",
+                          os.path.join(REPO, "playbooks", "site.yml")], cwd=REPO, env=env_for(fresh),
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    plays = {}
+    for block in out.stdout.split("\n\n"):
+        m = re.search(r"play #\d+ \(([^)]*)\):.*\n\s+pattern: .*\n\s+hosts \((\d+)\):\n((?:\s+\S+\n?)*)", block)
+        if m:
+            plays[m.group(1)] = set(m.group(3).split())
+            assert len(plays[m.group(1)]) == int(m.group(2))
+    assert plays == expected_classes(fresh)
+
+
+def test_throttling_and_a_transient_500_are_retried(fresh):
+    # 429 with Retry-After on the second page of the VM list and on one instance view, 500 on the second page of the
+    # scale set list.
+    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachines\?.*skiptoken=3", 429, times=2, retry_after=1)
+    fresh.fault(r"/virtualMachines/etcd-1/instanceView", 429, times=1, retry_after=1)
+    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachineScaleSets\?.*skiptoken=3", 500, times=1)
+    inv = inventory(fresh)
+    assert fresh.stats()["fault"] == 4
+    assert all(f["times"] == 0 for f in fresh.faults)
+    want = expected_classes(fresh)
+    for cls in CLASSES:
+        assert hosts_of(inv, cls) == want[cls], cls
+
+
+def test_a_page_that_keeps_failing_fails_the_inventory(fresh):
+    fresh.fault(r"/virtualMachineScaleSets/cpu-b/virtualMachines\?", 503, times=100)
+    out = run_inventory(fresh, KUBESCALE_AZURE_RETRY_LIMIT="2", KUBESCALE_AZURE_RETRY_MAX_DELAY="0.2")
+    assert out.returncode != 0 and not out.stdout.strip()
+    text = " ".join(out.stderr.split())
+    assert "still failing after 2 retries" in text and "virtualMachineScaleSets/cpu-b/virtualMachines" in text
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_refused_page_fails_the_inventory_instead_of_dropping_its_hosts(fresh, tmp_path, batch):
+    """azure_rm drops a batch entry that is neither 200 nor retryable: a 403 on a scale set's instance list would
+    leave its instances out. Here it is an error naming the URL, in batch and in serial fetch."""
+    fresh.fault(r"/virtualMachineScaleSets/cpu-a/virtualMachines\?", 403, times=100, code="AuthorizationFailed")
+    path = INVENTORY
+    if not batch:
+        config = yaml.safe_load(open(INVENTORY))
+        config["batch_fetch"] = False
+        path = str(tmp_path / "serial.azure_rm.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+    out = run_inventory(fresh, path=path)
+    assert out.returncode != 0 and not out.stdout.strip()
+    text = " ".join(out.stderr.split())
+    assert "Azure answered HTTP 403 to GET" in text and "AuthorizationFailed" in text
+    assert "virtualMachineScaleSets/cpu-a/virtualMachines" in text
+
+
+def test_serial_fetch_finds_the_same_hosts(fresh, tmp_path):
+    config = yaml.safe_load(open(INVENTORY))
+    config["batch_fetch"] = False
+    path = tmp_path / "serial.azure_rm.yml"
+    path.write_text(yaml.safe_dump(config))
+    inv = inventory(fresh, path=str(path))
+    assert fresh.stats().get("batch", 0) == 0
+    want = expected_classes(fresh)
+    for cls in CLASSES:
+        assert hosts_of(inv, cls) == want[cls], cls
+
+
+@pytest.mark.parametrize("case,secret,message", [
+    ("invalid secret", "not-the-secret", "AADSTS7000215"),
+    ("expired secret", "an-expired-secret", "AADSTS7000222"),
+])
+def test_bad_credentials_are_a_clear_error(fresh, case, secret, message):
+    fresh.expired_secret = "an-expired-secret"
+    out = run_inventory(fresh, AZURE_SECRET=secret)
+    assert out.returncode != 0 and not out.stdout.strip(), case
+    assert message in " ".join(out.stderr.split()), out.stderr
+    assert fresh.stats().get("batch", 0) == 0  # nothing listed with a credential that does not work
+
+
+def test_an_access_token_arm_rejects_is_a_clear_error(fresh, monkeypatch):
+    monkeypatch.setattr(fresh, "tokens", _AlwaysExpired())
+    out = run_inventory(fresh)
+    assert out.returncode != 0 and not out.stdout.strip()
+    assert "HTTP 401 to POST /batch: ExpiredAuthenticationToken" in " ".join(out.stderr.split())
+
+
+class _AlwaysExpired(dict):
+    """Tokens issued, then refused by ARM as expired (a clock ahead of the client's, a revoked session)."""
+
+    def get(self, key, default=None):
+        return 0 if key in self else default
+
+
+def test_the_playbook_run_fails_when_the_inventory_does(fresh):
+    out = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, "--list-hosts",
+                          os.path.join(REPO, "playbooks", "site.yml")], cwd=REPO,
+                         env=env_for(fresh, AZURE_SECRET="wrong"), capture_output=True, text=True, check=False)
+    assert out.returncode != 0
+    assert "AADSTS7000215" in " ".join(out.stderr.split())
+
+
+def test_two_vms_of_one_name_fail_the_inventory(tmp_path):
+    sub = azure_arm.Subscription("1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b",
+                                 "4f5a6b7c-8d9e-4f0a-9b1c-2d3e4f5a6b7c")
+    sub.add_vm("team-a", "worker-0", "Standard_D15_v2", {})
+    sub.add_vm("team-b", "worker-0", "Standard_D15_v2", {})
+    server = azure_arm.Arm(sub).start()
+    try:
+        out = run_inventory(server)
+    finally:
+        server.stop()
+    text = " ".join(out.stderr.split())
+    assert out.returncode != 0 and "two VMs have the inventory host name 'worker-0'" in text
+    assert "resourceGroups/team-a/" in text and "resourceGroups/team-b/" in text
+
+
+def test_a_bad_size_rule_is_refused_naming_it(fresh, tmp_path):
+    config = yaml.safe_load(open(INVENTORY))
+    config["node_class_sizes"] = [{"pattern": "Standard_N[CDV", "class": "kube_node_gpu"}]
+    path = tmp_path / "bad.azure_rm.yml"
+    path.write_text(yaml.safe_dump(config))
+    out = run_inventory(fresh, path=str(path))
+    assert out.returncode != 0
+    assert "node_class_sizes[0].pattern 'Standard_N[CDV' is not a regular expression" in " ".join(out.stderr.split())
+    assert fresh.stats().get("token", 0) == 0  # refused before any request
+
+
+def test_the_inventory_cache_answers_without_azure(fresh, tmp_path):
+    cache = dict(ANSIBLE_INVENTORY_CACHE="true", ANSIBLE_INVENTORY_CACHE_PLUGIN="ansible.builtin.jsonfile",
+                 ANSIBLE_INVENTORY_CACHE_CONNECTION=str(tmp_path / "cache"), ANSIBLE_INVENTORY_CACHE_TIMEOUT="600")
+    first = inventory(fresh, **cache)
+    calls = fresh.stats()["api_calls"]
+    assert calls > 0
+    second = inventory(fresh, **cache)
+    assert fresh.stats()["api_calls"] == calls  # answered from the cache: no request at all
+    assert second == first
+    inventory(fresh, "--flush-cache", **cache)
+    assert fresh.stats()["api_calls"] == 2 * calls
