@@ -32,10 +32,12 @@ lab-status: deps
 site: lab
 	bash tests/integration/site_twice.sh
 
+# ansible-lint's syntax checks read the default inventory, which a fresh clone has only after `make lab`: ansible.cfg
+# makes an unparsed inventory fatal (for the Azure inventory), so lint lets it pass.
 lint: deps
 	yamllint -s .
 	ruff check .
-	ansible-lint
+	ANSIBLE_INVENTORY_UNPARSED_FAILED=false ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED=false ansible-lint
 
 sanity: deps
 	bash tests/sanity/run.sh
