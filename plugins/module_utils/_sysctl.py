@@ -306,6 +306,35 @@ def boot_lookup(boot, key):
 
 # --------------------------------------------------------------------------- the whole run
 
+def observe_profile(host, settings, path):
+    """Read only: per key the wanted, live, persisted (in `path`) and boot values and the file that wins at boot.
+
+    For audits: never writes, and reports an overriding file instead of failing on it. Raises SysctlError only for
+    settings or a file name that apply_profile would refuse too.
+    """
+    if not isinstance(settings, dict) or not settings:
+        raise SysctlError("settings: must be a non-empty dict of sysctl key -> value")
+    validate_file(path)
+    text = host.read(path)
+    persisted = dict(parse_conf(text)) if text is not None else {}
+    boot = host.boot_values()
+    keys = {}
+    for raw in settings:
+        key = normalize_key(raw)
+        live, status = host.read_live(key), host.live_status(key)
+        wanted = normalize_value(key, settings[raw], CATALOGUE.get(key), live)
+        at_boot = boot_lookup(boot, key)
+        keys[key] = {
+            "wanted": wanted,
+            "live": live,
+            "live_status": status,
+            "persisted": persisted.get(key),
+            "boot": at_boot[0] if at_boot else None,
+            "winning_file": at_boot[1] if at_boot else None,
+        }
+    return {"keys": keys, "file": path, "file_present": text is not None}
+
+
 def apply_profile(host, settings, path, apply="auto", rules=None, state="present", check_mode=False):
     """Validate, plan, then change. Returns (changed, result dict, diff list); raises SysctlError."""
     if apply not in ("auto", "live", "persist"):

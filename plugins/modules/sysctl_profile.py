@@ -77,8 +77,11 @@ options:
     description:
       - C(present) writes the profile; C(absent) removes the listed keys from the file (and the file when
         it is left empty). Live values are left as they are on C(absent).
+      - C(observed) changes nothing and fails on nothing but bad input; it returns RV(observed) per key (wanted,
+        live, persisted in O(file), value at boot and the file that wins), for audits. O(apply) and O(rules) are
+        ignored.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, observed]
     default: present
 extends_documentation_fragment:
   - kubescale.tuning.attributes
@@ -164,6 +167,15 @@ keys:
       drift: false
       live_applied: true
       live_skipped: null
+observed:
+  description: With O(state=observed), per key C(wanted), C(live) (null where not visible), C(live_status),
+    C(persisted) (its value in O(file), null when absent there), C(boot) and C(winning_file) (what systemd-sysctl
+    would set at boot, and from which file).
+  returned: when state is observed
+  type: dict
+  sample:
+    net.ipv4.neigh.default.gc_thresh3: {wanted: "100000", live: null, live_status: "absent in this network namespace",
+                                        persisted: "100000", boot: "4096", winning_file: /etc/sysctl.d/99-zz.conf}
 file:
   description: The profile file.
   returned: always
@@ -191,6 +203,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._sysctl import (
     Host,
     SysctlError,
     apply_profile,
+    observe_profile,
 )
 
 
@@ -204,10 +217,16 @@ def main():
             relation=dict(type="str", default="<=", choices=["<=", "<", ">=", ">"]),
             name=dict(type="str"),
         )),
-        state=dict(type="str", default="present", choices=["present", "absent"]),
+        state=dict(type="str", default="present", choices=["present", "absent", "observed"]),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     p = module.params
+    if p["state"] == "observed":
+        try:
+            seen = observe_profile(Host("/"), p["settings"], p["file"])
+        except SysctlError as exc:
+            module.fail_json(msg=str(exc))
+        module.exit_json(changed=False, observed=seen["keys"], file=seen["file"], file_present=seen["file_present"])
     try:
         changed, result, diff = apply_profile(Host("/"), p["settings"], p["file"], p["apply"], p["rules"],
                                               p["state"], module.check_mode)

@@ -319,3 +319,38 @@ def test_bad_rules_and_policies(tmp_path):
         S.apply_profile(S.Host(root), TARGET, OURS, rules=[{"keys": [V4[0]]}])
     with pytest.raises(S.SysctlError, match="apply"):
         S.apply_profile(S.Host(root), TARGET, OURS, apply="sometimes")
+
+
+# --------------------------------------------------------------------------- observed (audits)
+
+def test_observed_reports_an_overriding_file_instead_of_failing_and_writes_nothing(tmp_path):
+    root = make_root(tmp_path, live=(80000, 90000, 100000), v6=False)
+    S.apply_profile(S.Host(root), TARGET, OURS)
+    write(root, "/etc/sysctl.d/99-zz-override.conf", "net.ipv4.neigh.default.gc_thresh3 = 4096\n")
+    before = snapshot(root)
+    seen = S.observe_profile(S.Host(root), TARGET, OURS)
+    assert snapshot(root) == before
+    assert seen["file_present"] is True
+    k3 = seen["keys"][V4[2]]
+    assert k3 == {"wanted": "100000", "live": "100000", "live_status": "ok", "persisted": "100000",
+                  "boot": "4096", "winning_file": "/etc/sysctl.d/99-zz-override.conf"}
+    assert seen["keys"][V4[0]]["winning_file"] == OURS
+    # apply_profile refuses the same state: observed is the read path that reports it.
+    with pytest.raises(S.SysctlError):
+        S.apply_profile(S.Host(root), TARGET, OURS, check_mode=True)
+
+
+def test_observed_sees_live_drift_and_a_missing_profile(tmp_path):
+    root = make_root(tmp_path, live=(128, 512, 1024), v6=False)
+    seen = S.observe_profile(S.Host(root), TARGET, OURS)
+    assert seen["file_present"] is False
+    assert seen["keys"][V4[1]] == {"wanted": "90000", "live": "512", "live_status": "ok", "persisted": None,
+                                   "boot": None, "winning_file": None}
+
+
+def test_observed_refuses_bad_input_like_present(tmp_path):
+    root = make_root(tmp_path, v6=False)
+    with pytest.raises(S.SysctlError, match="must be an integer"):
+        S.observe_profile(S.Host(root), {V4[0]: "many"}, OURS)
+    with pytest.raises(S.SysctlError, match="file"):
+        S.observe_profile(S.Host(root), TARGET, "/tmp/x.conf")
