@@ -39,7 +39,11 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import parse_bytes
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import PodError, merge_overrides
+from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+    PodError,
+    merge_overrides,
+    parse_overrides,
+)
 
 
 def etcd_bytes(value):
@@ -66,7 +70,18 @@ def etcd_servers_overrides(existing, resource, servers):
         raise AnsibleFilterError("etcd_servers_overrides: %s" % exc) from exc
 
 
+def etcd_overrides_servers(existing, resource):
+    """The servers --etcd-servers-overrides names for `resource` (e.g. /events); [] when it names none."""
+    try:
+        for res, urls in parse_overrides(existing or ""):
+            if res == resource:
+                return list(urls)
+    except PodError as exc:
+        raise AnsibleFilterError("etcd_overrides_servers: %s" % exc) from exc
+    return []
+
+
 class FilterModule(object):
     def filters(self):
         return {"etcd_bytes": etcd_bytes, "etcd_bytes_error": etcd_bytes_error,
-                "etcd_servers_overrides": etcd_servers_overrides}
+                "etcd_servers_overrides": etcd_servers_overrides, "etcd_overrides_servers": etcd_overrides_servers}

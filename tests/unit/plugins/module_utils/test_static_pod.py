@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_servers_overrides
+from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_overrides_servers, etcd_servers_overrides
 from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod as p
 
 ARGV = ["kube-apiserver", "--advertise-address=10.0.0.4", "--etcd-servers=https://10.0.0.5:2379",
@@ -179,3 +179,12 @@ MOUNTINFO = """22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 def test_fs_type(path, kind):
     assert p.fs_type(path, MOUNTINFO) == kind
     assert p.fs_type(path, "") is None
+
+
+def test_overrides_servers_reads_one_resource_back():
+    value = "/pods#https://a:2379,/events#https://e1:2383;https://e2:2383"
+    assert etcd_overrides_servers(value, "/events") == ["https://e1:2383", "https://e2:2383"]
+    assert etcd_overrides_servers(value, "/pods") == ["https://a:2379"]
+    assert etcd_overrides_servers(value, "apps/deployments") == []
+    assert etcd_overrides_servers("", "/events") == []
+    assert etcd_overrides_servers(None, "/events") == []
