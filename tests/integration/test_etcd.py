@@ -14,6 +14,7 @@ import time
 
 import pytest
 import yaml
+from labnode import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
@@ -23,14 +24,6 @@ KEYS = 300
 SSD_DIR = "/mnt/local-ssd/etcd"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
-
-
-def node(name, *argv, check=True):
-    proc = subprocess.run(["docker", "exec", "kslab-" + name] + list(argv), capture_output=True, text=True,
-                          check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s: %s failed: %s" % (name, " ".join(argv), proc.stderr))
-    return proc
 
 
 def endpoints():

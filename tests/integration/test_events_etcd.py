@@ -11,6 +11,7 @@ import subprocess
 import controlplane
 import pytest
 import yaml
+from labnode import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
@@ -21,14 +22,6 @@ PKI = "/etc/kubernetes/pki"
 
 pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
               pytest.mark.usefixtures("control_plane_lock")]
-
-
-def node(name, *argv, check=True, stdin=None):
-    proc = subprocess.run(["docker", "exec", "-i", "kslab-" + name] + list(argv), capture_output=True, text=True,
-                          check=False, input=stdin)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s: %s failed: %s" % (name, " ".join(argv), proc.stderr))
-    return proc
 
 
 def lab_ip(host):
