@@ -62,12 +62,14 @@ molecule: image
 # The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
 # etcd, then the control plane whose objects live in it; the rest (the Events cluster and kube-apiserver's manifest among it).
 # test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
+# The whole-lab audit (all green, nothing changed, the report in a browser) runs while nothing else does.
 lab-test: lab
 	bash tests/integration/site_twice.sh
+	pytest -q --durations=3 tests/integration/test_audit_fleet.py
 	bash scripts/parallel.sh \
-	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py" \
+	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
 	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py"
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py"
 
 test: deps
 	$(MAKE) lint
@@ -86,3 +88,5 @@ bench: deps
 	$(PYTHON) bench/disk_latency_vs_fio.py
 	$(PYTHON) bench/preload_vs_per_image.py
 	$(PYTHON) bench/azure_inventory.py
+	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
+	$(PYTHON) bench/audit.py
