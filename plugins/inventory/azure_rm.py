@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: azure_rm
 short_description: azure.azcollection's azure_rm inventory, with node classes and no silently missing hosts
-version_added: 0.5.0
+version_added: 0.4.0
 description:
   - Runs the C(azure.azcollection.azure_rm) inventory plugin (fetching, batching, naming, filtering and grouping are
     its own) and adds what a fleet of thousands of scale set instances needs.

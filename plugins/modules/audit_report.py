@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: audit_report
 short_description: Judge what kubescale.tuning.fleet_audit read on every node, and write a JSON and an HTML report
-version_added: "0.5.0"
+version_added: "0.4.0"
 description:
   - Runs on the controller (an action plugin). Reads, for each host of O(hosts), what the fleet_audit role
     registered there (module results and the kubescale local facts), turns it into checks - green, amber or red,
