@@ -10,32 +10,16 @@ __metaclass__ = type
 
 import json
 import os
-import tempfile
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubescale.tuning.plugins.module_utils import _audit, _audit_html
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write
 
 
 def _plain(value):
     """Builtin types only (registered results may carry Ansible's tagged subclasses)."""
     return json.loads(json.dumps(value, default=str))
-
-
-def _write(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".audit-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class ActionModule(ActionBase):
@@ -66,8 +50,8 @@ class ActionModule(ActionBase):
         directory = args["dir"]
         os.makedirs(directory, exist_ok=True)
         json_path, html_path = os.path.join(directory, "audit.json"), os.path.join(directory, "audit.html")
-        _write(json_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        _write(html_path, _audit_html.render(doc))
+        atomic_write(json_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        atomic_write(html_path, _audit_html.render(doc))
         red = ["%s %s/%s: %s" % (c["node"], c["area"], c["check"], c["message"])
                for c in doc["failing"] if c["status"] == "red"]
         result.update(changed=False, json=json_path, html=html_path, totals=doc["totals"], classes=doc["classes"],

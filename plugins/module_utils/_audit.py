@@ -17,6 +17,8 @@ import base64
 import datetime
 import json
 
+from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import PodError, parse_overrides
+
 try:
     import tomllib
 except ImportError:  # pragma: no cover - controllers older than Python 3.11
@@ -271,21 +273,26 @@ def _control_plane(c, obs, t):
     flags_result = _read(c, "control_plane", obs.get("apiserver"), "kube-apiserver's manifest")
     if not flags_result:
         return
-    flags = flags_result.get("flags") or {}
-    overrides = flags.get("--etcd-servers-overrides") or ""
-    events = [entry for entry in overrides.split(",") if entry.startswith("/events#")]
     if not t.get("events_etcd_expected"):
         return
-    if not events:
+    overrides = (flags_result.get("flags") or {}).get("--etcd-servers-overrides") or ""
+    try:
+        urls = dict(parse_overrides(overrides)).get("/events")
+    except PodError as exc:
+        c.add("control_plane", "etcd_servers_overrides", "red", "kube-apiserver's --etcd-servers-overrides is not "
+              "valid: %s" % exc, overrides, "/events#...")
+        return
+    if not urls:
         c.add("control_plane", "etcd_servers_overrides", "red", "kube-apiserver has no --etcd-servers-overrides "
               "for /events: Events go to the main etcd", overrides or None, "/events#...")
         return
-    c.add("control_plane", "etcd_servers_overrides", "green", "Events in their own etcd: %s" % events[0],
-          events[0], "/events#...")
+    entry = "/events#" + ";".join(urls)
+    c.add("control_plane", "etcd_servers_overrides", "green", "Events in their own etcd: %s" % entry,
+          entry, "/events#...")
     answer = obs.get("overrides")
     if not _ran(answer):
         return
-    servers = events[0].split("#", 1)[1].replace(";", ", ")
+    servers = ", ".join(urls)
     if _failed(answer) or not answer.get("has_quorum"):
         c.add("control_plane", "events_etcd_answers", "red", "the Events etcd kube-apiserver writes to (%s) does "
               "not answer with kube-apiserver's client certificate: %s"

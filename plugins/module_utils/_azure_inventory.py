@@ -28,7 +28,8 @@ DEFAULT_SIZE_CLASSES = [
 
 
 def tag_value(tags, name):
-    """The value of tag `name` in `tags`, matched without regard to case as Azure does for tag names."""
+    """The value of `name` in `tags`, matched without regard to case as Azure does for tag names (and HTTP for
+    header names)."""
     for key, value in (tags or {}).items():
         if key.lower() == name.lower():
             return value
@@ -74,13 +75,13 @@ def tolerated(url, status):
 
 def retry_after(headers, default):
     """Seconds from a Retry-After header (case-insensitive; seconds form), else `default`."""
-    for key, value in (headers or {}).items():
-        if key.lower() == "retry-after":
-            try:
-                return max(0.0, float(value))
-            except (TypeError, ValueError):
-                return default
-    return default
+    value = tag_value(headers, "Retry-After")
+    if value is None:
+        return default
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return default
 
 
 def describe_error(method, url, status, body):

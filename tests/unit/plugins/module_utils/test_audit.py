@@ -223,6 +223,9 @@ def test_control_plane_overrides_present_and_answering():
     assert red(A.evaluate("cp-1", "kube_control_plane", missing, now=NOW))[0]["check"] == "etcd_servers_overrides"
     assert not A.evaluate("cp-1", "kube_control_plane", missing, {"events_etcd_expected": False}, now=NOW)[0][
         "status"] == "red"
+    broken = {"facts": {}, "apiserver": {"flags": {"--etcd-servers-overrides": "/events"}}}
+    bad = red(A.evaluate("cp-1", "kube_control_plane", broken, now=NOW))
+    assert bad[0]["check"] == "etcd_servers_overrides" and "is not valid" in bad[0]["message"]
     silent = copy.deepcopy(ok)
     silent["overrides"] = {"failed": True, "msg": "connection refused"}
     assert "https://e1:2383, https://e2:2383" in red(A.evaluate("cp-1", "kube_control_plane", silent, now=NOW))[0][
