@@ -215,15 +215,17 @@ def build_image(force=False):
 # --------------------------------------------------------------------------- nodes
 
 CLASSES = [
-    # (group, short name, env var, default count, runs dockerd)
-    ("etcd", "etcd", "LAB_ETCD_NODES", 3, False),
-    ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 3, False),
-    ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True),
-    ("kube_node_cpu", "cpu", "LAB_CPU_NODES", 2, True),
-    ("kube_node_gpu", "gpu", "LAB_GPU_NODES", 1, True),
+    # (group, short name, env var, default count, runs dockerd, first host number, how many the range holds)
+    # Each class owns a range of the /24: changing one class's count never moves another class's nodes (the etcd
+    # members' certificates carry their addresses).
+    ("etcd", "etcd", "LAB_ETCD_NODES", 3, False, 10, 20),
+    ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 3, False, 30, 20),
+    ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True, 50, 10),
     # kubeadm's etcd: static pods run by the lab's stand-in kubelet (lab/fixtures/kubelet-standin.py), TLS on.
     # A child of the etcd group: the same playbook moves it.
-    ("etcd_kubeadm", "etcd-kubeadm", "LAB_ETCD_KUBEADM_NODES", 3, False),
+    ("etcd_kubeadm", "etcd-kubeadm", "LAB_ETCD_KUBEADM_NODES", 3, False, 60, 10),
+    ("kube_node_gpu", "gpu", "LAB_GPU_NODES", 1, True, 70, 60),
+    ("kube_node_cpu", "cpu", "LAB_CPU_NODES", 2, True, 130, 120),
 ]
 # Groups written as children of another group in the inventory.
 PARENT_GROUPS = {"etcd_kubeadm": "etcd"}
@@ -231,16 +233,16 @@ PARENT_GROUPS = {"etcd_kubeadm": "etcd"}
 
 def wanted_nodes():
     nodes = []
-    for group, short, env, default, dockerd in CLASSES:
+    for group, short, env, default, dockerd, first, size in CLASSES:
         raw = os.environ.get(env, str(default))
         if not raw.isdigit():
             raise LabError("%s must be a whole number, got %r" % (env, raw))
+        if int(raw) > size:
+            raise LabError("%s must be at most %d (the lab's addresses %s.%d-%d are %s's), got %s"
+                           % (env, size, SUBNET_PREFIX, first, first + size - 1, group, raw))
         for i in range(1, int(raw) + 1):
-            nodes.append({"name": "%s-%d" % (short, i), "group": group, "dockerd": dockerd})
-    if len(nodes) > 240:
-        raise LabError("the lab's network holds 240 nodes, %d wanted" % len(nodes))
-    for i, node in enumerate(nodes):
-        node["ip"] = "%s.%d" % (SUBNET_PREFIX, 10 + i)
+            nodes.append({"name": "%s-%d" % (short, i), "group": group, "dockerd": dockerd,
+                          "ip": "%s.%d" % (SUBNET_PREFIX, first + i - 1)})
     return nodes
 
 

@@ -31,6 +31,33 @@ def test_node_counts_from_environment(monkeypatch):
         lab.wanted_nodes()
 
 
+def test_a_class_count_never_moves_another_classs_addresses(monkeypatch):
+    monkeypatch.setenv("LAB_CPU_NODES", "2")
+    before = {n["name"]: n["ip"] for n in lab.wanted_nodes()}
+    for env, count in (("LAB_CPU_NODES", "40"), ("LAB_GPU_NODES", "40"), ("LAB_ETCD_NODES", "5")):
+        monkeypatch.setenv(env, count)
+        after = {n["name"]: n["ip"] for n in lab.wanted_nodes()}
+        assert {k: after[k] for k in before if k in after} == {k: before[k] for k in before if k in after}
+        assert len(set(after.values())) == len(after)  # no two nodes share an address
+    assert after["cpu-40"] == lab.SUBNET_PREFIX + ".169"
+    assert after["gpu-40"] == lab.SUBNET_PREFIX + ".109"
+
+
+def test_the_class_ranges_are_disjoint_inside_the_subnet():
+    taken = set()
+    for group, _short, _env, _default, _dockerd, first, size in lab.CLASSES:
+        mine = set(range(first, first + size))
+        assert not mine & taken, group
+        assert 10 <= first and first + size - 1 <= 254, group
+        taken |= mine
+
+
+def test_a_count_beyond_the_class_range_names_the_variable(monkeypatch):
+    monkeypatch.setenv("LAB_GPU_NODES", "61")
+    with pytest.raises(lab.LabError, match=r"LAB_GPU_NODES must be at most 60 .*kube_node_gpu"):
+        lab.wanted_nodes()
+
+
 def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
     import controlplane
     monkeypatch.setenv("LAB_KWOK_NODES", "12")
