@@ -1,0 +1,74 @@
+"""Against the converged lab: the site playbook's tags run one tuning, or only the read-only preflight, fleet-wide.
+
+`--tags kubescale_<role>` runs that role's tasks and nothing else; `--tags preflight` runs the variable checks of
+every role (and the argument-spec validation) and nothing that changes a node. Both change nothing on a converged lab.
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+SPEC = re.compile(r"^\w+ : Validating arguments against arg spec '\w+'")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+
+
+def run_json(*args):
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", HOSTS, *args], cwd=REPO, capture_output=True, text=True, check=False,
+        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
+    data = json.loads(proc.stdout)
+    ran = []
+    for play in data["plays"]:
+        for task in play["tasks"]:
+            for host, res in task["hosts"].items():
+                if not res.get("skipped"):
+                    name = task["task"]["name"].replace("kubescale.tuning.", "", 1)  # "role : task"
+                    ran.append((name, host, res.get("changed", False)))
+    return ran
+
+
+def validate_task_names():
+    names = set()
+    for path in glob.glob(os.path.join(REPO, "roles", "*", "tasks", "validate.yml")):
+        role = path.split(os.sep)[-3]
+        names.update("%s : %s" % (role, t["name"]) for t in yaml.safe_load(open(path)))
+    return names
+
+
+def test_one_role_tag_runs_that_tuning_only():
+    ran = run_json("playbooks/site.yml", "--tags", "kubescale_arp_sysctl")
+    assert ran
+    # Ansible tags each role's argument-spec validation `always`: it runs for every role (and changes nothing)
+    others = {n for n, _h, _c in ran if not n.startswith("arp_sysctl : ") and not SPEC.match(n)}
+    assert others == set()
+    # every class runs arp_sysctl: the ARP settings were checked on every node of the lab
+    inventory = yaml.safe_load(open(HOSTS))
+    classes = ("etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu")
+    nodes = set()
+    for group, body in inventory["all"]["children"].items():
+        if group in classes or group == "etcd_kubeadm":
+            nodes.update((body or {}).get("hosts") or {})
+    applied = {host for name, host, _c in ran if name == "arp_sysctl : Set gc_thresh1/2/3 in one call"}
+    assert applied == nodes
+    assert [r for r in ran if r[2]] == []
+
+
+def test_preflight_tag_runs_only_the_checks():
+    ran = run_json("playbooks/site.yml", "--tags", "preflight")
+    allowed = validate_task_names()
+    names = {name for name, _host, _changed in ran}
+    # besides the checks themselves: the argument-spec validation and the include of validate.yml
+    checks = {n for n in names if not SPEC.match(n) and not re.match(r"^\w+ : Validate \w+ variables", n)}
+    assert checks and checks <= allowed, sorted(checks - allowed)
+    roles = {n.split(" : ")[0] for n in names}
+    assert {"arp_sysctl", "local_ssd", "etcd_local_disk", "events_etcd", "kubelet_pulls", "image_preload"} <= roles
+    assert [r for r in ran if r[2]] == []
