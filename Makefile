@@ -37,6 +37,12 @@ site: lab
 lint: deps
 	yamllint -s .
 	ruff check .
+	python3 scripts/role_docs.py --check
+	antsibull-changelog lint
+	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	antsibull-changelog generate --output $(CURDIR)/.changelog-check.md --output-format md
+	diff -u CHANGELOG.md .changelog-check.md || { echo "CHANGELOG.md is stale: run antsibull-changelog generate"; exit 1; }
+	rm -f .changelog-check.md
 	ANSIBLE_INVENTORY_UNPARSED_FAILED=false ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED=false ansible-lint
 
 sanity: deps

@@ -17,7 +17,7 @@ description:
   - Runs on the controller (an action plugin). Reads, for each host of O(hosts), what the fleet_audit role
     registered there (module results and the kubescale local facts), turns it into checks - green, amber or red,
     each with a message saying what and where - and writes C(audit.json) and C(audit.html) into O(dir).
-  - C(audit.json) has the schema C(kubescale.tuning/audit/v1) (see the fleet_audit role's README) with the keys
+  - C(audit.json) has the schema C(kubescale.tuning/audit/v1) (see docs/audit.md) with the keys
     C(schema), C(generated_at), C(check_mode), C(thresholds), C(totals) (nodes per worst status), C(classes) (per
     node class the nodes, green/amber/red nodes and checks), C(failing) (every amber and red check, reddest first)
     and C(nodes) (per host its class, worst status and every check with C(area), C(check), C(status), C(message),

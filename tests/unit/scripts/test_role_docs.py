@@ -1,0 +1,42 @@
+"""scripts/role_docs.py: a role's README is its argument spec, rendered."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))), "scripts"))
+
+import role_docs  # noqa: E402
+
+SPEC = {"argument_specs": {
+    "main": {"short_description": "Do C(one) thing", "description": ["First I(para).", "Second B(one)."],
+             "options": {"r_b": {"type": "list", "elements": "str", "default": ["x"], "description": "List | pipe."},
+                         "r_a": {"type": "str", "required": True, "choices": ["p", "q"], "description": "Pick."},
+                         "r_c": {"type": "dict", "default": {}, "description": "Map.",
+                                 "options": {"k": {"type": "bool", "default": False, "description": "Sub."}}}}},
+    "extra": {"short_description": "Other entry", "options": {}},
+}}
+
+
+def test_markup_becomes_markdown():
+    assert role_docs.markup("C(a) I(b) B(c) V(d) U(http://x) L(text, http://y)") == (
+        "`a` *b* **c** `d` <http://x> [text](http://y)")
+
+
+def test_render_lists_every_option_sorted_with_its_spec():
+    text = role_docs.render("r", SPEC)
+    lines = text.splitlines()
+    assert lines[0] == role_docs.HEADER and "# kubescale.tuning.r" in lines
+    assert "Do `one` thing" in lines and "First *para*." in lines and "Second **one**." in lines
+    rows = [line for line in lines if line.startswith("| `")]
+    assert rows == [
+        "| `r_a` | str | yes |  | `p`, `q` | Pick. |",
+        "| `r_b` | list of str |  | `[x]` |  | List \\| pipe. |",
+        "| `r_c` | dict |  | `{}` |  | Map. |",
+        "| `r_c.k` | bool |  | `false` |  | Sub. |",
+    ]
+    assert "## Entry point `extra`" in lines and "    tasks_from: extra" in lines and "No variables." in lines
+
+
+def test_the_checked_in_readmes_are_current(capsys):
+    assert role_docs.main(["--check"]) == 0, capsys.readouterr().out
