@@ -38,7 +38,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import parse_bytes
+from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import health_failures, parse_bytes
 from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
     PodError,
     merge_overrides,
@@ -81,7 +81,13 @@ def etcd_overrides_servers(existing, resource):
     return []
 
 
+def etcd_health_failures(answers):
+    """`url: why` for each etcd /health answer (ansible.builtin.uri loop results) that is not healthy."""
+    return health_failures(list(answers or []))
+
+
 class FilterModule(object):
     def filters(self):
         return {"etcd_bytes": etcd_bytes, "etcd_bytes_error": etcd_bytes_error,
-                "etcd_servers_overrides": etcd_servers_overrides, "etcd_overrides_servers": etcd_overrides_servers}
+                "etcd_servers_overrides": etcd_servers_overrides, "etcd_overrides_servers": etcd_overrides_servers,
+                "etcd_health_failures": etcd_health_failures}

@@ -271,3 +271,26 @@ def initial_cluster(members, name, peer_urls):
         for url in m["peer_urls"]:
             pairs.append("%s=%s" % (member_name, url))
     return ",".join(pairs)
+
+
+def health_failures(answers):
+    """`url: why` for each answer to GET <client URL>/health that is not etcd's healthy {"health": "true"}.
+
+    `answers` are ansible.builtin.uri loop results (item = the client URL; status, content, msg).
+    """
+    failures = []
+    for answer in answers:
+        url = answer.get("item")
+        status = answer.get("status")
+        if status != 200:
+            failures.append("%s: %s" % (url, answer.get("msg") or "no answer (status %s)" % status))
+            continue
+        try:
+            body = json.loads(answer.get("content") or "")
+        except ValueError:
+            failures.append("%s: /health answered %r, not JSON" % (url, (answer.get("content") or "")[:80]))
+            continue
+        if not isinstance(body, dict) or str(body.get("health")).lower() != "true":
+            failures.append("%s: unhealthy (%s)" % (url, body.get("reason") if isinstance(body, dict) and
+                                                    body.get("reason") else json.dumps(body)))
+    return failures

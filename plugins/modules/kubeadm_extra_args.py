@@ -35,9 +35,9 @@ options:
     default: apiServer
     choices: [apiServer, controllerManager, scheduler]
   args:
-    description: Argument name (no leading dashes) to value; C(null) removes it.
+    description: Argument name (no leading dashes) to value; C(null) removes it. Empty, the module only reads RV(args).
     type: dict
-    required: true
+    default: {}
 extends_documentation_fragment:
   - kubescale.tuning.attributes
 attributes:
@@ -71,6 +71,11 @@ previous:
   description: Each changed argument's value before (null when it was not set).
   returned: always
   type: dict
+args:
+  description: The component's extraArgs after the change, as name to value, whichever the layout.
+  returned: always
+  type: dict
+  sample: {etcd-servers-overrides: "/events#https://10.0.0.5:2383"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -89,12 +94,12 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True),
             component=dict(type="str", default="apiServer", choices=["apiServer", "controllerManager", "scheduler"]),
-            args=dict(type="dict", required=True),
+            args=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     path = module.params["path"]
-    args = string_values(module, "args", "argument")
+    args = string_values(module, "args", "argument", allow_empty=True)
     yaml, text = yaml_and_text(module, "kubeadm_extra_args")
     component = module.params["component"]
     try:
@@ -102,9 +107,10 @@ def main():
         cfg = cluster_configuration(docs)
         before = get_args(cfg, component)
         changed = set_args(cfg, component, args)
+        now = get_args(cfg, component)
     except (yaml.YAMLError, KubeadmError) as exc:
         module.fail_json(msg="path: %s: %s; the file was not changed" % (path, exc))
-    result = dict(changed_args=changed, previous=dict((a, before.get(a)) for a in changed))
+    result = dict(changed_args=changed, previous=dict((a, before.get(a)) for a in changed), args=now)
     if not changed:
         module.exit_json(changed=False, **result)
     new_text = yaml.safe_dump_all(docs, default_flow_style=False, sort_keys=False)
