@@ -1,0 +1,99 @@
+"""etcd_member_info: one member description for systemd and static pod members."""
+
+import pytest
+
+from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd_member as em
+
+POD = {
+    "kind": "Pod",
+    "spec": {
+        "containers": [{
+            "name": "etcd",
+            "command": ["etcd", "--name=cp-1", "--data-dir=/var/lib/etcd/", "--advertise-client-urls=https://10.0.0.5:2379",
+                        "--initial-advertise-peer-urls=https://10.0.0.5:2380", "--trusted-ca-file=/pki/etcd/ca.crt"],
+            "volumeMounts": [{"name": "etcd-data", "mountPath": "/var/lib/etcd"},
+                             {"name": "etcd-certs", "mountPath": "/pki/etcd"}],
+        }],
+        "volumes": [{"name": "etcd-data", "hostPath": {"path": "/mnt/local-ssd/etcd"}},
+                    {"name": "etcd-certs", "hostPath": {"path": "/etc/kubernetes/pki/etcd"}}],
+    },
+}
+
+
+def test_systemctl_show_with_quoted_environment():
+    unit = em.parse_show('LoadState=loaded\nActiveState=active\nEnvironment=A=1 "B=two words" C=\n')
+    assert unit["LoadState"] == "loaded" and unit["ActiveState"] == "active"
+    assert unit["Environment"] == {"A": "1", "B": "two words", "C": ""}
+
+
+def test_the_env_file_is_read_by_the_one_env_parser_export_included():
+    env = em.read_env_file('# Debian\nETCD_NAME="etcd-1"\nexport ETCD_DATA_DIR=/var/lib/etcd/default\n', "/etc/default/etcd")
+    assert env == {"ETCD_NAME": "etcd-1", "ETCD_DATA_DIR": "/var/lib/etcd/default"}
+    with pytest.raises(em.MemberError, match=r"^etcd_local_disk_env_file /e: line 1 is not NAME=value\. Nothing"):
+        em.read_env_file("not an assignment\n", "/e")
+
+
+def test_systemd_settings_layer_defaults_unit_then_file():
+    s = em.systemd_settings({"ETCD_NAME": "unit", "X": "1"}, {"ETCD_NAME": "file"})
+    assert s["ETCD_NAME"] == "file" and s["X"] == "1" and s["ETCD_ADVERTISE_CLIENT_URLS"] == "http://localhost:2379"
+
+
+def test_kind():
+    assert em.kind_of("auto", True, "loaded", "/m", "etcd.service") == "static_pod"
+    assert em.kind_of("auto", False, "loaded", "/m", "etcd.service") == "systemd"
+    assert em.kind_of("systemd", True, "loaded", "/m", "etcd.service") == "systemd"
+    with pytest.raises(em.MemberError, match=r"^etcd_local_disk_mode auto: no etcd member to move \(/m absent, "
+                                             r"etcd.service LoadState=not-found\)"):
+        em.kind_of("auto", False, "not-found", "/m", "etcd.service")
+    with pytest.raises(em.MemberError, match="static_pod: no etcd member"):
+        em.kind_of("static_pod", False, "loaded", "/m", "etcd.service")
+
+
+def test_a_static_pods_data_dir_is_its_volumes_host_path():
+    settings, flags, vols, volume = em.pod_settings(POD, "etcd")
+    assert settings["ETCD_DATA_DIR"] == "/mnt/local-ssd/etcd" and volume == "etcd-data"
+    assert settings["ETCD_NAME"] == "cp-1" and settings["ETCD_ADVERTISE_CLIENT_URLS"] == "https://10.0.0.5:2379"
+    assert flags["--data-dir"] == "/var/lib/etcd/" and len(vols) == 2
+
+
+def describe(settings, kind="systemd", target=True, current=True, active="active", recorded=None, marker=""):
+    return em.describe(kind, settings, {}, "/mnt/local-ssd/etcd", recorded or {}, marker, target,
+                       lambda path: current, active, "auto", "/m", "etcd.service", "/etc/default/etcd")
+
+
+def test_describe_move_wiped_and_stopped():
+    base = dict(em.UNIT_DEFAULTS, ETCD_NAME="etcd-1")
+    d = describe(dict(base, ETCD_DATA_DIR="/var/lib/etcd/default"))
+    assert d["move"] and not d["wiped"] and d["name"] == "etcd-1" and d["peer_urls"] == ["http://localhost:2380"]
+    on_ssd = dict(base, ETCD_DATA_DIR="/mnt/local-ssd/etcd/")
+    assert not describe(on_ssd)["move"] and not describe(on_ssd)["wiped"]
+    assert describe(on_ssd, target=False)["wiped"]  # no member directory on the SSD
+    assert describe(on_ssd, recorded={"ssd_marker": "t1"}, marker="t2")["wiped"]  # formatted since the last run
+    assert not describe(on_ssd, recorded={"ssd_marker": "t1"}, marker="t1")["wiped"]
+    assert describe(dict(base, ETCD_DATA_DIR="/var/lib/etcd"), active="inactive")["start_stopped"]
+
+
+def test_describe_refuses_what_it_cannot_move():
+    with pytest.raises(em.MemberError, match=r"^etcd.service sets no absolute ETCD_DATA_DIR \(in /etc/default/etcd or "
+                                             r"the unit\), got 'relative'\. Nothing was changed\.$"):
+        describe({"ETCD_DATA_DIR": "relative"})
+    with pytest.raises(em.MemberError, match=r"^/m: the etcd container's --data-dir \(unset\) is not where a hostPath"):
+        describe({"ETCD_DATA_DIR": ""}, kind="static_pod")
+    with pytest.raises(em.MemberError, match="etcd.service is not running and /var/lib/etcd holds no member data"):
+        describe({"ETCD_DATA_DIR": "/var/lib/etcd"}, current=False, active="inactive")
+
+
+def test_tls_defaults_to_kubeadms_for_an_https_static_pod():
+    flags = {"--trusted-ca-file": "/pki/etcd/ca.crt"}
+    assert em.tls_files("static_pod", ["https://a:2379"], flags, "", "", "") == dict(
+        cacert="/pki/etcd/ca.crt", cert="/pki/etcd/healthcheck-client.crt", key="/pki/etcd/healthcheck-client.key")
+    mine = em.tls_files("static_pod", ["https://a:2379"], flags, "/my/ca", "", "")
+    assert mine == dict(cacert="/my/ca", cert="", key="")
+    assert em.tls_files("systemd", ["https://a:2379"], flags, "", "", "") == dict(cacert="", cert="", key="")
+
+
+def test_markers_and_records_tolerate_garbage():
+    assert em.marker('{"wiped_at": "2026-12-01T10:00:00Z"}') == "2026-12-01T10:00:00Z"
+    assert em.marker("") == "" and em.marker("{") == "" and em.marker("[]") == ""
+    assert em.recorded('{"endpoints": ["http://a:2379"]}') == {"endpoints": ["http://a:2379"]}
+    assert em.recorded("{") == {} and em.recorded("[1]") == {}
