@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write each role's README.md from its meta/argument_specs.yml, so the docs cannot drift from the validation layer.
 
     python3 scripts/role_docs.py           # (re)write roles/*/README.md

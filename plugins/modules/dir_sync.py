@@ -79,32 +79,9 @@ verified:
   type: bool
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-
-def tree_usage(top):
-    """(entries, bytes allocated) under `top`, hard links counted once."""
-    seen = set()
-    entries = 0
-    used = 0
-    for root, dirs, files in os.walk(top):
-        for name in dirs + files:
-            entries += 1
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            used += st.st_blocks * 512
-    return entries, used
-
-
-def inside(child, parent):
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
+from ansible_collections.kubescale.tuning.plugins.module_utils._dirsync import SyncError, sync
 
 
 def main():
@@ -116,64 +93,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    src = module.params["src"]
-    dest = module.params["dest"]
-    for name, value in (("src", src), ("dest", dest)):
-        if not os.path.isabs(value) or os.path.normpath(value) in ("/",):
-            module.fail_json(msg="%s: %r must be an absolute path other than /" % (name, value))
-    src = os.path.realpath(src)
-    dest_real = os.path.realpath(dest)
-    if inside(dest_real, src) or inside(src, dest_real):
-        module.fail_json(msg="dest: %s and src %s must not contain each other" % (dest, src))
-    if not os.path.isdir(src):
-        module.fail_json(msg="src: %s is not a directory" % src)
-    if os.path.exists(dest) and not os.path.isdir(dest):
-        module.fail_json(msg="dest: %s exists and is not a directory" % dest)
     rsync = module.get_bin_path("rsync", required=True)
-    base = [rsync, "-aHAX", "--numeric-ids", "--delete"]
-    if module.params["verify"] == "checksum":
-        base.append("--checksum")
-
-    def pending():
-        if not os.path.isdir(dest):
-            return None
-        rc, out, err = module.run_command(base + ["--dry-run", "--itemize-changes", src + "/", dest + "/"])
-        if rc != 0:
-            module.fail_json(msg="dest: comparing %s with %s failed: %s" % (src, dest, err.strip()), rc=rc)
-        return [line for line in out.splitlines() if line.strip()]
-
-    entries, used = tree_usage(src)
-    before = pending()
-    result = dict(src_bytes=used, files=entries, verified=before == [],
-                  pending=entries + 1 if before is None else len(before))
-    if before == []:
-        module.exit_json(changed=False, **result)
-    if module.check_mode:
-        module.exit_json(changed=True, **result)
-
-    parent = os.path.dirname(dest.rstrip("/")) or "/"
-    probe = dest if os.path.isdir(dest) else parent
-    st = os.statvfs(probe)
-    free = st.f_bavail * st.f_frsize
-    already = tree_usage(dest)[1] if os.path.isdir(dest) else 0
-    if used - already > free:
-        module.fail_json(msg="dest: %s has %d bytes free, %s needs %d more; nothing was copied"
-                         % (probe, free, src, used - already), **result)
-    if not os.path.isdir(dest):
-        try:
-            os.makedirs(dest)
-        except OSError as exc:
-            module.fail_json(msg="dest: cannot create %s: %s" % (dest, exc), **result)
-    rc, out, err = module.run_command(base + [src + "/", dest + "/"])
-    if rc != 0:
-        module.fail_json(msg="dest: copying %s to %s failed (rsync exit %d): %s" % (src, dest, rc, err.strip()),
-                         **result)
-    after = pending()
-    result["verified"] = after == []
-    if after:
-        module.fail_json(msg="dest: %s still differs from %s after the copy (%d entries, first: %s)"
-                         % (dest, src, len(after), after[0]), **result)
-    module.exit_json(changed=True, **result)
+    try:
+        changed, result = sync(module.run_command, rsync, module.params["src"], module.params["dest"],
+                               module.params["verify"], module.check_mode)
+    except SyncError as exc:
+        module.fail_json(msg=str(exc), **exc.result)
+    module.exit_json(changed=changed, **result)
 
 
 if __name__ == "__main__":
