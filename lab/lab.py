@@ -143,13 +143,32 @@ def image_exists(tag):
     return docker("image", "inspect", tag, check=False).returncode == 0
 
 
-def build_image(force=False):
-    tag = image_tag()
+def docker_import(root, tag, cmd, kind):
+    """The root filesystem at `root` as the image `tag` (its CMD `cmd`, labelled as the lab's `kind` image)."""
+    tar = subprocess.Popen(["tar", "-C", root, "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE)
+    imp = subprocess.run(["docker", "import", "--change", "CMD " + cmd, "--change", "LABEL %s=%s" % (LABEL, kind),
+                          "-", tag], stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         check=False)
+    tar.stdout.close()
+    if tar.wait() != 0 or imp.returncode != 0:
+        raise LabError("docker import failed: %s" % imp.stderr.strip())
+    log("built %s" % tag)
+
+
+def needs_build(tag, force, what):
+    """Whether the image `tag` is to be built (not cached, or forced); debootstrap must be there to build it."""
     if image_exists(tag) and not force:
-        log("base image %s is cached" % tag)
-        return tag
+        log("%s image %s is cached" % (what, tag))
+        return False
     if shutil.which("debootstrap") is None:
         raise LabError("debootstrap is not installed (make deps installs it)")
+    return True
+
+
+def build_image(force=False):
+    tag = image_tag()
+    if not needs_build(tag, force, "base"):
+        return tag
     mirror = machine_mirror()
     log("building %s with debootstrap from this machine's mirror (a few minutes)" % tag)
     work = tempfile.mkdtemp(prefix="kslab-rootfs-", dir=os.environ.get("LAB_BUILD_DIR", "/var/tmp"))
@@ -195,20 +214,41 @@ def build_image(force=False):
         open(os.path.join(root, "etc/machine-id"), "w").close()
         shutil.rmtree(os.path.join(root, "var/lib/apt/lists"), ignore_errors=True)
         os.makedirs(os.path.join(root, "var/lib/apt/lists/partial"), exist_ok=True)
-        tar = subprocess.Popen(["tar", "-C", root, "--numeric-owner", "-cf", "-", "."],
-                               stdout=subprocess.PIPE)
-        imp = subprocess.run(["docker", "import", "--change", 'CMD ["/sbin/init"]',
-                              "--change", "LABEL %s=base" % LABEL, "-", tag],
-                             stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             check=False)
-        tar.stdout.close()
-        if tar.wait() != 0 or imp.returncode != 0:
-            raise LabError("docker import failed: %s" % imp.stderr.strip())
-        log("built %s" % tag)
+        docker_import(root, tag, '["/sbin/init"]', "base")
         return tag
     finally:
         for path in reversed(mounted):
             run(["umount", "-l", path], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# An older Debian whose python3 (3.9) has no tomllib: the molecule scenario toml_legacy runs the collection's TOML
+# code there for real (the vendored tomli), as on Ubuntu 22.04's 3.10 nodes. No systemd, no sshd: molecule reaches
+# it through docker.
+LEGACY_REPO = "kubescale-lab-legacy"
+LEGACY_SUITE = "bullseye"
+LEGACY_PACKAGES = ["python3", "python3-yaml"]
+
+
+def legacy_image_tag():
+    h = hashlib.sha256(json.dumps([LEGACY_SUITE, LEGACY_PACKAGES, "recipe-1"]).encode())
+    return "%s:%s" % (LEGACY_REPO, h.hexdigest()[:12])
+
+
+def build_legacy_image(force=False):
+    tag = legacy_image_tag()
+    if not needs_build(tag, force, "legacy"):
+        return tag
+    log("building %s (Debian %s) with debootstrap from this machine's mirror" % (tag, LEGACY_SUITE))
+    work = tempfile.mkdtemp(prefix="kslab-legacy-", dir=os.environ.get("LAB_BUILD_DIR", "/var/tmp"))
+    root = os.path.join(work, "rootfs")
+    try:
+        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(LEGACY_PACKAGES), LEGACY_SUITE, root,
+             machine_mirror()], capture=False)
+        shutil.rmtree(os.path.join(root, "var/lib/apt/lists"), ignore_errors=True)
+        docker_import(root, tag, '["sleep", "infinity"]', "legacy")
+        return tag
+    finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -652,6 +692,10 @@ def cmd_image(args):
     print(build_image(force=args.force))
 
 
+def cmd_legacy_image(args):
+    print(build_legacy_image(force=args.force))
+
+
 def wait_released(loop, timeout=60):
     """Until no file system holds `loop` (an exclusive open succeeds). A stopped node's ext4 can outlive its container
     for a moment on a busy machine; wiping before it let go would let its last writeback land after the wipe."""
@@ -702,6 +746,9 @@ def main(argv=None):
     p = sub.add_parser("image")
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_image)
+    p = sub.add_parser("legacy-image", help="the Debian 11 (Python 3.9) image of the toml_legacy molecule scenario")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=cmd_legacy_image)
     sub.add_parser("up").set_defaults(func=cmd_up)
     sub.add_parser("pause-image").set_defaults(func=cmd_pause_image)
     sub.add_parser("down").set_defaults(func=cmd_down)
