@@ -22,3 +22,16 @@ attributes:
     description: Target OS/families that can be operated against.
     support: N/A
 """
+
+    # A module that only reads: kubescale.tuning.attributes.info
+    INFO = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details: Reads only; the same answer in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""

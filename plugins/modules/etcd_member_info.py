@@ -77,14 +77,7 @@ options:
     default: ""
 extends_documentation_fragment:
   - kubescale.tuning.attributes
-attributes:
-  check_mode:
-    support: full
-    details: Reads only; the same answer in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - kubescale.tuning.attributes.info
 requirements:
   - PyYAML on the node for a static pod member (Debian/Ubuntu package python3-yaml).
 """

@@ -64,14 +64,7 @@ options:
     default: version
 extends_documentation_fragment:
   - kubescale.tuning.attributes
-attributes:
-  check_mode:
-    support: full
-    details: Reads only; the same answer in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - kubescale.tuning.attributes.info
 """
 
 EXAMPLES = r"""
