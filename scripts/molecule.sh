@@ -30,7 +30,7 @@ if [ "$#" -gt 0 ]; then
   exit
 fi
 # About the same length each (local_ssd and preload are the longest); every scenario is in exactly one stream.
-all="$(cd molecule && ls -d -- */ | tr -d / | sort | tr '\n' ' ')"
+all="$(find molecule -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | tr '\n' ' ')"
 a="local_ssd runtime toml_legacy"
 b="preload bake arp_sysctl"
 # shellcheck disable=SC2086  # the lists split into words on purpose
