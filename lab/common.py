@@ -8,6 +8,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATE = os.path.join(REPO, "lab", ".state")
 PKI = os.path.join(STATE, "pki")
 PREFIX = "kslab-"
+# The docker label every lab container, network and image carries.
+LABEL = "io.kubescale.lab"
 
 
 class LabError(Exception):
@@ -52,20 +54,9 @@ def issue_cert(name, subject, ext_lines, ca_crt, ca_key, out_dir):
     return key, crt
 
 
-KUBELET_UNIT = """[Unit]
-Description=Lab stand-in for the kubelet: runs the static pods in /etc/kubernetes/manifests (lab/fixtures)
-After=network-online.target local-fs.target
-
-[Service]
-ExecStart=/usr/bin/python3 /usr/local/lib/kubescale-lab/kubelet-standin.py
-Restart=always
-RestartSec=2
-KillMode=mixed
-TimeoutStopSec=45
-
-[Install]
-WantedBy=multi-user.target
-"""
+# The stand-in's unit (lab/fixtures/kubelet.service).
+with open(os.path.join(REPO, "lab", "fixtures", "kubelet.service")) as _f:
+    KUBELET_UNIT = _f.read()
 
 
 def install_standin(cname):

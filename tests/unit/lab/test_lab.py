@@ -1,51 +1,55 @@
-"""The lab reads its Debian mirror from the machine's apt sources, in either format."""
+"""The lab's decisions: its Debian mirror from the machine's apt sources (either format), the nodes and their address
+ranges, when an existing node must be recreated, the inventory it writes, kwok's Nodes and the control plane fixtures."""
 
+import image
+import inventory
+import nodes as lab_nodes
 import pytest
-
-import lab
+import yaml
+from common import LABEL, LabError
 
 
 def test_deb822_sources_skip_security():
     security = "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n"
     main = "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\nComponents: main\n"
-    assert lab.parse_apt_sources("", [security + "\n" + main]) == "http://mirror.example/debian"
+    assert image.parse_apt_sources("", [security + "\n" + main]) == "http://mirror.example/debian"
 
 
 def test_one_line_sources():
     text = "# comment\ndeb [arch=amd64] http://m.example/debian bookworm main\n"
-    assert lab.parse_apt_sources(text, []) == "http://m.example/debian"
+    assert image.parse_apt_sources(text, []) == "http://m.example/debian"
 
 
 def test_disabled_stanza_and_no_mirror():
     text = "Types: deb\nEnabled: no\nURIs: http://m.example/debian\nSuites: bookworm\n"
-    with pytest.raises(lab.LabError, match="no Debian bookworm mirror"):
-        lab.parse_apt_sources("", [text])
+    with pytest.raises(LabError, match="no Debian bookworm mirror"):
+        image.parse_apt_sources("", [text])
 
 
 def test_node_counts_from_environment(monkeypatch):
     monkeypatch.setenv("LAB_CPU_NODES", "4")
-    nodes = lab.wanted_nodes()
+    nodes = lab_nodes.wanted_nodes()
     assert [n["name"] for n in nodes if n["group"] == "kube_node_cpu"] == ["cpu-%d" % i for i in range(1, 5)]
     monkeypatch.setenv("LAB_CPU_NODES", "four")
-    with pytest.raises(lab.LabError, match="LAB_CPU_NODES"):
-        lab.wanted_nodes()
+    with pytest.raises(LabError, match="LAB_CPU_NODES"):
+        lab_nodes.wanted_nodes()
 
 
 def test_a_class_count_never_moves_another_classs_addresses(monkeypatch):
     monkeypatch.setenv("LAB_CPU_NODES", "2")
-    before = {n["name"]: n["ip"] for n in lab.wanted_nodes()}
+    before = {n["name"]: n["ip"] for n in lab_nodes.wanted_nodes()}
     for env, count in (("LAB_CPU_NODES", "40"), ("LAB_GPU_NODES", "40"), ("LAB_ETCD_NODES", "5")):
         monkeypatch.setenv(env, count)
-        after = {n["name"]: n["ip"] for n in lab.wanted_nodes()}
+        after = {n["name"]: n["ip"] for n in lab_nodes.wanted_nodes()}
         assert {k: after[k] for k in before if k in after} == {k: before[k] for k in before if k in after}
         assert len(set(after.values())) == len(after)  # no two nodes share an address
-    assert after["cpu-40"] == lab.SUBNET_PREFIX + ".169"
-    assert after["gpu-40"] == lab.SUBNET_PREFIX + ".109"
+    assert after["cpu-40"] == lab_nodes.SUBNET_PREFIX + ".169"
+    assert after["gpu-40"] == lab_nodes.SUBNET_PREFIX + ".109"
 
 
 def test_the_class_ranges_are_disjoint_inside_the_subnet():
     taken = set()
-    for group, _short, _env, _default, _dockerd, first, size in lab.CLASSES:
+    for group, _short, _env, _default, _dockerd, first, size in lab_nodes.CLASSES:
         mine = set(range(first, first + size))
         assert not mine & taken, group
         assert 10 <= first and first + size - 1 <= 254, group
@@ -54,8 +58,8 @@ def test_the_class_ranges_are_disjoint_inside_the_subnet():
 
 def test_a_count_beyond_the_class_range_names_the_variable(monkeypatch):
     monkeypatch.setenv("LAB_GPU_NODES", "61")
-    with pytest.raises(lab.LabError, match=r"LAB_GPU_NODES must be at most 60 .*kube_node_gpu"):
-        lab.wanted_nodes()
+    with pytest.raises(LabError, match=r"LAB_GPU_NODES must be at most 60 .*kube_node_gpu"):
+        lab_nodes.wanted_nodes()
 
 
 def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
@@ -73,7 +77,7 @@ def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
         "cpu": "24", "memory": "224Gi", "pods": "110", "nvidia.com/gpu": "4"}
     assert nodes[0]["status"]["capacity"] == {"cpu": "20", "memory": "140Gi", "pods": "110"}
     monkeypatch.setenv("LAB_KWOK_NODES", "many")
-    with pytest.raises(lab.LabError, match="LAB_KWOK_NODES"):
+    with pytest.raises(LabError, match="LAB_KWOK_NODES"):
         controlplane.kwok_counts()
 
 
@@ -95,7 +99,7 @@ def test_the_pinned_release_and_the_fixtures_render_whole():
 def test_the_standin_gives_each_pod_its_own_root():
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(lab.__file__), "fixtures", "kubelet-standin.py")
+    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
     spec = importlib.util.spec_from_file_location("kubelet_standin", path)
     standin = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(standin)
@@ -118,3 +122,44 @@ spec:
                      "dir", "/mnt/local-ssd/etcd", "/var/lib/etcd"]
     assert argv[argv.index("--") + 1:] == ["kube-scheduler", "--kubeconfig=/etc/kubernetes/scheduler.conf"]
     assert "chroot" in standin.POD_ROOT
+
+
+def labels(group, port, ip, key="k1", disk="/d/cpu-1.img"):
+    return {LABEL + ".group": group, LABEL + ".ssh-port": str(port), LABEL + ".ip": ip, LABEL + ".key": key,
+            LABEL + ".disk": disk}
+
+
+def test_a_node_is_kept_unless_its_key_disk_loop_or_address_changed():
+    node = {"name": "cpu-1", "ip": "172.30.213.130"}
+    have = labels("kube_node_cpu", 22210, "172.30.213.130")
+    devices = [{"PathOnHost": "/dev/loop7"}]
+    asked = []
+
+    def loop():
+        asked.append(1)
+        return "/dev/loop7"
+    assert lab_nodes.why_stale(have, devices, node, "k1", "/d/cpu-1.img", True, loop) == ""
+    assert lab_nodes.why_stale(have, devices, node, "k2", "/d/cpu-1.img", True, loop) == "another checkout's SSH key"
+    assert "resource disk" in lab_nodes.why_stale(have, devices, node, "k1", "/d/cpu-1.img", False, loop)
+    assert "loop device is gone" in lab_nodes.why_stale(have, None, node, "k1", "/d/cpu-1.img", True, loop)
+    moved = lab_nodes.why_stale(have, devices, dict(node, ip="172.30.213.131"), "k1", "/d/cpu-1.img", True, loop)
+    assert moved == "its address moved from 172.30.213.130 to 172.30.213.131"
+    asked.clear()
+    lab_nodes.why_stale(have, devices, node, "k1", "/d/cpu-1.img", False, loop)
+    assert asked == []  # no loop device attached for a disk that is not there
+
+
+def test_the_inventory_is_yaml_with_every_class_children_and_kube_node():
+    text = inventory.render_inventory({
+        "kslab-cpu-2": labels("kube_node_cpu", 22211, "172.30.213.131"),
+        "kslab-cpu-1": labels("kube_node_cpu", 22210, "172.30.213.130"),
+        "kslab-etcd-kubeadm-1": labels("etcd_kubeadm", 22220, "172.30.213.60"),
+    })
+    doc = yaml.safe_load(text)["all"]["children"]
+    assert list(doc["kube_node_cpu"]["hosts"]) == ["cpu-1", "cpu-2"]
+    assert doc["kube_node_cpu"]["hosts"]["cpu-1"] == {"ansible_port": 22210, "lab_container": "kslab-cpu-1",
+                                                       "lab_ip": "172.30.213.130"}
+    assert doc["etcd"] == {"hosts": {}, "children": {"etcd_kubeadm": None}}  # a child group even with no hosts
+    assert doc["etcd_kubeadm"]["hosts"]["etcd-kubeadm-1"]["ansible_port"] == 22220
+    assert doc["kube_node"] == {"children": {"kube_node_cpu": None, "kube_node_gpu": None}}
+    assert set(doc) == {c[0] for c in lab_nodes.CLASSES} | {"kube_node"}
