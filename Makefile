@@ -68,14 +68,15 @@ molecule: image
 # The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
 # etcd, then the control plane whose objects live in it; the rest (the Events cluster and kube-apiserver's manifest among it).
 # test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
-# The whole-lab audit (all green, nothing changed, the report in a browser) runs while nothing else does.
+# The whole-lab audit (all green, nothing changed, the report in a browser) and the workers' converged state (testinfra)
+# run while nothing else does.
 lab-test: lab
 	bash tests/integration/site_twice.sh
-	pytest -q --durations=3 tests/integration/test_audit_fleet.py
+	pytest -q --durations=3 tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
 	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py"
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py"
 
 test: deps
 	$(MAKE) lint
