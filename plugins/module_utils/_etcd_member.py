@@ -48,7 +48,11 @@ def parse_show(text):
         if sep:
             props[key] = value
     env = {}
-    for word in shlex.split(props.get("Environment", ""), posix=True):
+    try:
+        words = shlex.split(props.get("Environment", ""), posix=True)
+    except ValueError:  # an unbalanced quote: systemd's own words, split on blanks
+        words = props.get("Environment", "").split()
+    for word in words:
         name, sep, value = word.partition("=")
         if sep and name:
             env[name] = value

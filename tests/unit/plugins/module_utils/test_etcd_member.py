@@ -24,6 +24,7 @@ def test_systemctl_show_with_quoted_environment():
     unit = em.parse_show('LoadState=loaded\nActiveState=active\nEnvironment=A=1 "B=two words" C=\n')
     assert unit["LoadState"] == "loaded" and unit["ActiveState"] == "active"
     assert unit["Environment"] == {"A": "1", "B": "two words", "C": ""}
+    assert em.parse_show('Environment=A=1 B="open\n')["Environment"] == {"A": "1", "B": '"open'}
 
 
 def test_the_env_file_is_read_by_the_one_env_parser_export_included():
