@@ -176,6 +176,8 @@ def build_image(force=False):
         for path in reversed(mounted):
             run(["umount", "-l", path], check=False)
         shutil.rmtree(work, ignore_errors=True)
+
+
 # An older Debian whose python3 (3.9) has no tomllib: the molecule scenario toml_legacy runs the collection's TOML
 # code there for real (the vendored tomli), as on Ubuntu 22.04's 3.10 nodes. No systemd, no sshd: molecule reaches
 # it through docker.
@@ -204,6 +206,8 @@ def build_legacy_image(force=False):
         return tag
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
 PAUSE_IMAGE = "kubescale-lab/pause:3.9"
 
 

@@ -33,6 +33,8 @@ def ensure_pki():
         run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
              "-days", "3650", "-extfile", ext, "-out", cl_crt])
     return {"etcd/ca.crt": ca_crt, "apiserver-etcd-client.crt": cl_crt, "apiserver-etcd-client.key": cl_key}
+
+
 ETCD_TEST_KEYS = 300
 
 
@@ -69,6 +71,8 @@ def ensure_etcd(members, timeout=120):
            "i=1; while [ $i -le %d ]; do etcdctl put /kubescale-test/$i value-$i >/dev/null || exit 1; "
            "i=$((i+1)); done" % ETCD_TEST_KEYS)
     log("etcd cluster formed on %s, %d keys written" % (", ".join(m["name"] for m in members), ETCD_TEST_KEYS))
+
+
 KUBEADM_ETCD_PKI = "/etc/kubernetes/pki/etcd"
 
 

@@ -157,8 +157,8 @@ def test_the_inventory_is_yaml_with_every_class_children_and_kube_node():
     })
     doc = yaml.safe_load(text)["all"]["children"]
     assert list(doc["kube_node_cpu"]["hosts"]) == ["cpu-1", "cpu-2"]
-    assert doc["kube_node_cpu"]["hosts"]["cpu-1"] == {"ansible_port": 22210, "lab_container": "kslab-cpu-1",
-                                                       "lab_ip": "172.30.213.130"}
+    cpu1 = doc["kube_node_cpu"]["hosts"]["cpu-1"]
+    assert cpu1 == {"ansible_port": 22210, "lab_container": "kslab-cpu-1", "lab_ip": "172.30.213.130"}
     assert doc["etcd"] == {"hosts": {}, "children": {"etcd_kubeadm": None}}  # a child group even with no hosts
     assert doc["etcd_kubeadm"]["hosts"]["etcd-kubeadm-1"]["ansible_port"] == 22220
     assert doc["kube_node"] == {"children": {"kube_node_cpu": None, "kube_node_gpu": None}}
