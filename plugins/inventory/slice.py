@@ -23,9 +23,9 @@ author:
   - kubescale.tuning contributors (@kubescale)
 options:
   plugin:
-    description: Marks this as an instance of the kubescale.tuning.slice plugin.
-    required: true
     choices: [kubescale.tuning.slice]
+    required: true
+    description: This plugin's name, which makes Ansible read the file with it.
   count:
     description: How many slices (controllers) the inventory is split into.
     type: int
