@@ -40,7 +40,8 @@ from nodes import (
     wanted_nodes,
     why_stale,
 )
-from seed import ensure_etcd, ensure_kubeadm_etcd, ensure_pki
+from pki import ensure_pki
+from seed import ensure_etcd, ensure_kubeadm_etcd
 
 
 def cmd_pause_image(_args):
