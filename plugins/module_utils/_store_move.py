@@ -174,6 +174,10 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     if p["before_text"] is not None:
         atomic_write(backup, p["before_text"], mode)
     step = "Stop what uses the store, then %s" % name
+
+    def start_clients():
+        for unit in stopped:
+            rt.systemctl("start", unit)
     try:
         for unit in stopped + rt.rt["units"]:
             rc, out, err = rt.systemctl("stop", unit)
@@ -208,22 +212,19 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
         try:
             rt.wait_on(p["old_root"], None, timeout)
         except MoveError as again:
-            for unit in stopped:
-                rt.systemctl("start", unit)
+            start_clients()
             raise MoveError(
                 "%s: moving %s's store from %s to %s failed at \"%s\": %s. The old %s is back, but %s does not run "
                 "on %s (%s): see journalctl -u %s; the old store there is untouched and %s holds the old %s."
                 % (root_variable, name, p["old_root"], root, step, cause, rt.rt["config"], name, p["old_root"], again,
                    rt.rt["service"], backup, rt.rt["config"])) from exc
-        for unit in stopped:
-            rt.systemctl("start", unit)
+        start_clients()
         remove_file(backup)
         raise MoveError(
             "%s: moving %s's store from %s to %s failed at \"%s\": %s. %s runs again on %s with the %s it had; "
             "nothing there was changed. Fix the cause (free space on the SSD?) and run again, or set %s=empty."
             % (root_variable, name, p["old_root"], root, step, cause, name, p["old_root"], rt.rt["config"],
                policy_variable)) from exc
-    for unit in stopped:
-        rt.systemctl("start", unit)
+    start_clients()
     remove_file(backup)
     return images

@@ -19,10 +19,8 @@ import re
 
 try:
     import tomllib as _parser
-    PARSER = "tomllib"
 except ImportError:  # Python < 3.11
     from ansible_collections.kubescale.tuning.plugins.module_utils._vendor.tomli import _parser
-    PARSER = "tomli (vendored)"
 
 
 class TomlError(ValueError):
