@@ -27,6 +27,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import tarfile
 import tempfile
@@ -635,3 +636,56 @@ def boot_main(argv=None):
 
 if __name__ == "__main__":
     raise SystemExit(boot_main())
+
+
+# ---------------------------------------------------------------------------------------------- pause image sources
+
+PAUSE_FLAG = "--pod-infra-container-image"
+
+
+def pause_image_in(path, text):
+    """The pause image a node's file names, or '' when it names none.
+
+    A `.fact` file is containerd_tuning's JSON fact (its `sandbox_image`); any other file is a systemd environment
+    file (kubeadm-flags.env, /etc/default/kubelet) whose variables carry the kubelet's flags.
+    """
+    if path.endswith(".fact"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ArchiveError("%s is not valid JSON: %s" % (path, exc)) from exc
+        return (doc.get("sandbox_image") or "") if isinstance(doc, dict) else ""
+    # Imported here: this file also runs on its own as the boot-time loader, which never reads these files.
+    from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import parse_env
+    try:
+        env = parse_env(text)
+    except ValueError as exc:
+        raise ArchiveError("%s: %s" % (path, exc)) from exc
+    for value in env.values():
+        words = shlex.split(value) if isinstance(value, str) else []
+        for i, word in enumerate(words):
+            if word.startswith(PAUSE_FLAG + "="):
+                return word.split("=", 1)[1]
+            if word == PAUSE_FLAG and i + 1 < len(words):
+                return words[i + 1]
+    return ""
+
+
+def pause_conflicts(sources, pause_image):
+    """['<file> names <image>', ...] for each of {path: text or None} naming another pause image than pause_image."""
+    want = normalize_ref(pause_image)
+    found = []
+    for path in sources:
+        text = sources[path]
+        if text is None:
+            continue
+        image = pause_image_in(path, text)
+        if not image:
+            continue
+        try:
+            same = normalize_ref(image) == want
+        except ValueError:
+            same = False
+        if not same:
+            found.append("%s names %s" % (path, image))
+    return found

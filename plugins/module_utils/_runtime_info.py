@@ -73,3 +73,43 @@ def containerd_layout(config_text, version, config_path):
 def has_pull_progress_timeout(version):
     """containerd reads image_pull_progress_timeout from 1.7."""
     return _at_least(version, 1, 7)
+
+
+# ---------------------------------------------------------------------------------------------- overlay2 support
+
+OVERLAY_FSTYPES = ("xfs", "ext4", "ext3", "btrfs", "tmpfs")
+
+
+def existing_ancestor(path, exists):
+    """`path` or its nearest ancestor that exists (what findmnt can be asked about before the store is made)."""
+    while not exists(path) and path not in ("/", ""):
+        path = path.rsplit("/", 1)[0] or "/"
+    return path
+
+
+def findmnt_filesystem(output):
+    """The first filesystem of `findmnt --json --output FSTYPE,SOURCE,TARGET` (a dict), or raise InfoError."""
+    try:
+        return json.loads(output)["filesystems"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise InfoError("findmnt gave no filesystem: %r" % (output[:200],)) from None
+
+
+def overlay_problem(fs, dtype_text, root_exists, check_mode, root):
+    """'' when the filesystem at `root` can carry overlay2; otherwise why not, in the words docker_overlay2 reports.
+
+    fs: findmnt's filesystem of the root (or its nearest existing ancestor); dtype_text: xfs_info's `ftype=N`, ext*'s
+    `Filesystem features:` line, or '' when unreadable (a container volume's device is not visible: not judged here;
+    dockerd itself refuses a backing filesystem without d_type, and a move then rolls back). In check mode on a fresh
+    node the SSD is not mounted yet: the filesystem is not judged before the real run.
+    """
+    fstype = fs.get("fstype") or ""
+    if check_mode and not root_exists:
+        return ""
+    ok = fstype in OVERLAY_FSTYPES and not (fstype == "xfs" and "ftype=1" not in dtype_text) and not (
+        fstype in ("ext4", "ext3") and dtype_text != "" and not re.search(r"features:.*[ ]filetype([ ]|$)", dtype_text))
+    if ok:
+        return ""
+    return ("overlay2 cannot work at %s: it is on %s (%s at %s). overlay2 needs d_type: xfs made with ftype=1 "
+            "(mkfs.xfs -n ftype=1; local_ssd_fstype=xfs does this), ext4 with the filetype feature, btrfs or tmpfs; "
+            "not overlay, aufs, nfs or cifs" % (root, fstype, fs.get("source"), fs.get("target")))

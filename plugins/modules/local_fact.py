@@ -62,18 +62,13 @@ path:
   sample: /etc/ansible/facts.d/kubescale_docker_overlay2.fact
 """
 
-import json
 import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-
-
-def render(data):
-    """The same text as `data | to_nice_json` plus a newline."""
-    return json.dumps(data, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import render_fact as render
 
 
 def main():

@@ -62,6 +62,15 @@ options:
     description: The name failures give for O(version).
     type: str
     default: version
+  overlay_check:
+    description:
+      - Also judge whether overlay2 can work at the store (docker) - the kernel's C(/proc/filesystems), the
+        filesystem C(findmnt) finds at the store or its nearest existing parent, and its d_type support (C(xfs_info)'s
+        C(ftype), ext4's C(filetype) feature through C(dumpe2fs -h)).
+      - Returned as RV(overlay); a filesystem that cannot carry overlay2 is RV(overlay.problem), not a failure, so the
+        role fails with its own message before anything changes.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.attributes.info
@@ -102,7 +111,30 @@ pull_progress_timeout:
   description: Whether this containerd has C(image_pull_progress_timeout) (containerd only).
   returned: success
   type: bool
+overlay:
+  description: What O(overlay_check) found.
+  returned: when O(overlay_check=true)
+  type: dict
+  contains:
+    kernel:
+      description: Whether the kernel lists the overlay filesystem.
+      type: bool
+    filesystem:
+      description: findmnt's C(fstype), C(source) and C(target) at the store or its nearest existing parent.
+      type: dict
+    d_type:
+      description: xfs_info's C(ftype=N) or ext4's C(Filesystem features) line; empty when unreadable.
+      type: str
+    root_exists:
+      description: Whether the store's directory exists.
+      type: bool
+    problem:
+      description: Why overlay2 cannot work there; empty when it can (or, in check mode, when the store is not there yet).
+      type: str
 """
+
+import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -111,11 +143,37 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import
 from ansible_collections.kubescale.tuning.plugins.module_utils._runtime_info import (
     InfoError,
     containerd_layout,
+    existing_ancestor,
+    findmnt_filesystem,
     has_pull_progress_timeout,
+    overlay_problem,
     ssd_mount,
     store_root,
     version_of,
 )
+
+
+def _run(module, argv):
+    rc, out, err = module.run_command(argv)
+    return out if rc == 0 else ""
+
+
+def overlay(module, root):
+    """Whether overlay2 can work at root: the kernel's filesystems, findmnt, and xfs_info or dumpe2fs."""
+    with open("/proc/filesystems") as f:
+        kernel = any(line.split()[-1:] == ["overlay"] for line in f)
+    target = existing_ancestor(root, os.path.exists)
+    fs = findmnt_filesystem(_run(module, ["findmnt", "--json", "--nofsroot", "--output", "FSTYPE,SOURCE,TARGET",
+                                          "--target", target]))
+    dtype = ""
+    if fs.get("fstype") == "xfs":
+        dtype = " ".join(re.findall(r"ftype=[01]", _run(module, ["xfs_info", target])))
+    elif fs.get("fstype") in ("ext2", "ext3", "ext4") and fs.get("source"):
+        dtype = " ".join(line for line in _run(module, ["dumpe2fs", "-h", fs["source"]]).splitlines()
+                         if line.startswith("Filesystem features"))
+    root_exists = os.path.exists(root)
+    return dict(kernel=kernel, filesystem=fs, d_type=dtype, root_exists=root_exists,
+                problem=overlay_problem(fs, dtype, root_exists, module.check_mode, root))
 
 
 def main():
@@ -130,6 +188,7 @@ def main():
             version=dict(type="str", default=""),
             root_variable=dict(type="str", default="root"),
             version_variable=dict(type="str", default="version"),
+            overlay_check=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -149,6 +208,8 @@ def main():
             config_version, layout = containerd_layout(read_text(p["config_path"]), version, p["config_path"])
             result.update(version=version, config_version=config_version, layout=layout,
                           pull_progress_timeout=has_pull_progress_timeout(version))
+        if p["overlay_check"]:
+            result["overlay"] = overlay(module, result["root"])
     except (InfoError, ConfError) as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:

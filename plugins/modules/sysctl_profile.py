@@ -83,6 +83,24 @@ options:
     type: str
     choices: [present, absent, observed]
     default: present
+  fact:
+    description:
+      - Record what was applied as a local fact in the same call, as M(kubescale.tuning.local_fact) writes it, after
+        the settings - O(fact.data) with C(persist_only) (RV(persist_only)) added. Not with O(state=observed).
+    type: dict
+    suboptions:
+      name:
+        description: The fact's name, like C(kubescale_arp_sysctl).
+        type: str
+        required: true
+      data:
+        description: What to record.
+        type: dict
+        required: true
+      directory:
+        description: The local facts directory.
+        type: path
+        default: /etc/ansible/facts.d
 extends_documentation_fragment:
   - kubescale.tuning.attributes
 attributes:
@@ -199,6 +217,12 @@ persist_only:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    NodeState,
+    NodeStateError,
+    render_fact,
+    validate,
+)
 from ansible_collections.kubescale.tuning.plugins.module_utils._sysctl import (
     Host,
     SysctlError,
@@ -218,6 +242,9 @@ def main():
             name=dict(type="str"),
         )),
         state=dict(type="str", default="present", choices=["present", "absent", "observed"]),
+        fact=dict(type="dict", options=dict(
+            name=dict(type="str", required=True), data=dict(type="dict", required=True),
+            directory=dict(type="path", default="/etc/ansible/facts.d"))),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     p = module.params
@@ -227,6 +254,12 @@ def main():
         except SysctlError as exc:
             module.fail_json(msg=str(exc))
         module.exit_json(changed=False, observed=seen["keys"], file=seen["file"], file_present=seen["file_present"])
+    fact = None
+    if p["fact"]:
+        try:
+            fact = validate(dict(fact=p["fact"]))
+        except NodeStateError as exc:
+            module.fail_json(msg=str(exc))
     try:
         changed, result, diff = apply_profile(Host("/"), p["settings"], p["file"], p["apply"], p["rules"],
                                               p["state"], module.check_mode)
@@ -236,6 +269,16 @@ def main():
         reasons = sorted(set(result["keys"][k]["live_skipped"] for k in result["persist_only"]))
         result["msg"] = "persisted only (applies at boot): %s (%s)" % (
             ", ".join(result["persist_only"]), "; ".join(reasons))
+    if fact:
+        fact["fact"]["text"] = render_fact(dict(p["fact"]["data"], persist_only=result["persist_only"]))
+        recorder = NodeState(fact, systemd=None, check_mode=module.check_mode, want_diff=module._diff)
+        try:
+            recorder.fact()
+        except NodeStateError as exc:
+            module.fail_json(msg=str(exc), **result)
+        changed = changed or bool(recorder.changed_paths)
+        if recorder.diffs:
+            diff = list(diff) + recorder.diffs
     if module._diff:
         result["diff"] = diff
     module.exit_json(changed=changed, **result)

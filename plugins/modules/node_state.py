@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_state
+short_description: One tuning's files, config merges, links, systemd units and local fact in one call
+version_added: "0.4.0"
+description:
+  - Owns the whole on-disk state of one tuning on a node, so a role needs one task (one remote module run) where it
+    had a C(file), C(copy), C(template), C(systemd_service) and C(local_fact) task each. On a fleet of thousands of
+    nodes every task costs the controller a worker process per host and every module run an SSH round trip.
+  - Validates every entry first (paths absolute, modes octal, owners and groups known on the node, unit names, merge
+    formats); bad input fails naming the option and index, before anything changes.
+  - Then, changing only what differs, in this order - O(directories), O(files) (written atomically, owner and mode
+    enforced), O(merges) (settings merged into JSON, YAML, TOML or environment files as data, as
+    M(kubescale.tuning.config_merge) does; an existing file keeps its owner and mode), O(links), one
+    C(systemctl daemon-reload) when a path under a systemd unit directory changed, O(units), and the O(fact) last,
+    so the fact says what was applied only once it was.
+author:
+  - kubescale.tuning contributors (@kubescale)
+options:
+  directories:
+    description: Directories to create (missing parents are made as C(mkdir -p) makes them); owner and mode enforced.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path, or relative to O(directories[].root).
+        type: str
+        required: true
+      root:
+        description: When set, O(directories[].path) is relative to it (like a consumer's directory on a mount).
+        type: path
+      mode:
+        description: Octal mode.
+        type: str
+        default: "0755"
+      owner:
+        description: Owner.
+        type: str
+        default: root
+      group:
+        description: Group.
+        type: str
+        default: root
+  files:
+    description: Whole files with the given content; owner and mode enforced.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path; its directory must exist or be in O(directories).
+        type: path
+        required: true
+      content:
+        description: The file's text.
+        type: str
+        required: true
+      mode:
+        description: Octal mode.
+        type: str
+        default: "0644"
+      owner:
+        description: Owner.
+        type: str
+        default: root
+      group:
+        description: Group.
+        type: str
+        default: root
+  dropins:
+    description:
+      - systemd drop-ins - the same C(<name>) file in C(<unit_dir>/<unit>.d/) for each of O(dropins[].units), the
+        directory created when missing.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      units:
+        description: The units the drop-in is for, like C(docker.service).
+        type: list
+        elements: str
+        required: true
+      name:
+        description: The drop-in's file name, ending in C(.conf).
+        type: str
+        required: true
+      content:
+        description: Its text.
+        type: str
+        required: true
+  unit_dir:
+    description: Where O(dropins) go.
+    type: path
+    default: /etc/systemd/system
+  merges:
+    description: Settings merged into config files as data; keys the settings do not name are kept.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path; its directory must exist or be in O(directories).
+        type: path
+        required: true
+      format:
+        description: How the file is written.
+        type: str
+        required: true
+        choices: [json, yaml, toml, env]
+      settings:
+        description: As M(kubescale.tuning.config_merge)'s O(kubescale.tuning.config_merge#module:settings).
+        type: dict
+        required: true
+      create:
+        description: Create the file when it is missing.
+        type: bool
+        default: true
+      mode:
+        description: Mode of a file this module creates.
+        type: str
+        default: "0644"
+  links:
+    description: Symbolic links (for example a unit's C(.wants) link in an image being baked, where systemd does not run).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The link.
+        type: path
+        required: true
+      target:
+        description: What it points to.
+        type: path
+        required: true
+  units:
+    description:
+      - systemd units to enable, start, or restart when one of their files changed. Asked after the daemon-reload.
+      - In check mode a unit whose file is not installed yet reads as disabled and inactive, so the prediction is the
+        change the real run makes.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The unit, like C(kubelet.service).
+        type: str
+        required: true
+      enabled:
+        description: Enable (C(true)) or disable (C(false)); unset leaves it.
+        type: bool
+      state:
+        description: C(started) starts it when it is not running; unset leaves it.
+        type: str
+        choices: [started]
+      restart_on:
+        description: Restart the unit, when it is running, if one of these paths (of this call) changed.
+        type: list
+        elements: path
+        default: []
+  fact:
+    description: The role's local fact, written last, as M(kubescale.tuning.local_fact) writes it.
+    type: dict
+    suboptions:
+      name:
+        description: The fact's name, like C(kubescale_local_ssd).
+        type: str
+        required: true
+      data:
+        description: What to record.
+        type: dict
+        required: true
+      directory:
+        description: The local facts directory.
+        type: path
+        default: /etc/ansible/facts.d
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Makes the same comparisons and asks systemd the same questions; writes nothing and reports the same changes.
+  diff_mode:
+    support: full
+    details: Shows each changed file before and after, and a directory's or link's old and new state.
+  platform:
+    platforms: posix
+requirements:
+  - systemd (systemctl) on the node when O(units) is given.
+  - PyYAML on the node for a YAML merge.
+"""
+
+EXAMPLES = r"""
+- name: Install a boot unit, make docker require it, and record the fact
+  kubescale.tuning.node_state:
+    files:
+      - path: /etc/systemd/system/kubescale-local-ssd.service
+        content: "{{ lookup('ansible.builtin.template', 'kubescale-local-ssd.service.j2') }}"
+    dropins:
+      - units: [docker.service, containerd.service]
+        name: 10-kubescale-local-ssd.conf
+        content: |
+          [Unit]
+          Requires=kubescale-local-ssd.service
+          After=kubescale-local-ssd.service
+    units:
+      - name: kubescale-local-ssd.service
+        enabled: true
+        state: started
+    fact:
+      name: kubescale_local_ssd
+      data:
+        mount: /mnt/local-ssd
+
+- name: Merge the kubelet's pull settings and restart it when they changed
+  kubescale.tuning.node_state:
+    merges:
+      - path: /var/lib/kubelet/config.yaml
+        format: yaml
+        settings:
+          serializeImagePulls: false
+    units:
+      - name: kubelet.service
+        restart_on: [/var/lib/kubelet/config.yaml]
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The paths that were (or in check mode would be) created or changed, in the order they were handled.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/kubescale-local-ssd.service, /etc/ansible/facts.d/kubescale_local_ssd.fact]
+actions:
+  description: What was (or would be) asked of systemd.
+  returned: always
+  type: list
+  elements: str
+  sample: [daemon-reload, enable kubescale-local-ssd.service, start kubescale-local-ssd.service]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    NodeState,
+    NodeStateError,
+    Systemd,
+    validate,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            directories=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="str", required=True), root=dict(type="path"), mode=dict(type="str", default="0755"),
+                owner=dict(type="str", default="root"), group=dict(type="str", default="root"))),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True), content=dict(type="str", required=True, no_log=False),
+                mode=dict(type="str", default="0644"), owner=dict(type="str", default="root"),
+                group=dict(type="str", default="root"))),
+            dropins=dict(type="list", elements="dict", default=[], options=dict(
+                units=dict(type="list", elements="str", required=True), name=dict(type="str", required=True),
+                content=dict(type="str", required=True))),
+            unit_dir=dict(type="path", default="/etc/systemd/system"),
+            merges=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                format=dict(type="str", required=True, choices=["json", "yaml", "toml", "env"]),
+                settings=dict(type="dict", required=True), create=dict(type="bool", default=True),
+                mode=dict(type="str", default="0644"))),
+            links=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True), target=dict(type="path", required=True))),
+            units=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True), enabled=dict(type="bool"),
+                state=dict(type="str", choices=["started"]),
+                restart_on=dict(type="list", elements="path", default=[]))),
+            fact=dict(type="dict", options=dict(
+                name=dict(type="str", required=True), data=dict(type="dict", required=True),
+                directory=dict(type="path", default="/etc/ansible/facts.d"))),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        spec = validate(module.params)
+    except NodeStateError as exc:
+        module.fail_json(msg=str(exc))
+    state = NodeState(spec, Systemd(lambda argv: module.run_command(argv)), check_mode=module.check_mode,
+                      want_diff=module._diff)
+    try:
+        result = state.apply()
+    except NodeStateError as exc:
+        module.fail_json(msg=str(exc), changed=bool(state.changed_paths or state.actions),
+                         changed_paths=state.changed_paths, actions=state.actions)
+    if module._diff and state.diffs:
+        result["diff"] = state.diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
