@@ -97,3 +97,4 @@ bench: deps
 	$(PYTHON) bench/azure_inventory.py
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
 	$(PYTHON) bench/audit.py
+	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20

@@ -6,7 +6,8 @@
 
 Each rule is what one ansible.builtin.assert task was - its conditions are evaluated as assert evaluates them, and
 its message is templated only when the rule fails - so a role pays one task per host for all its rules, not one
-per rule. Every failing rule is reported, each with its own message.
+per rule. Rules run in order and the first that does not hold fails the task with its own message, as the first
+failing assert task did: a later rule may rely on an earlier one (a variable checked to be a list, then used as one).
 """
 
 from __future__ import annotations
@@ -37,21 +38,17 @@ class ActionModule(ActionBase):
         rules = self._task.args.get("rules")
         if not isinstance(rules, list) or not rules:
             raise AnsibleActionFail("rules: give a list of {that, msg} rules")
-        failed = []
         for i, rule in enumerate(rules):
             if not isinstance(rule, dict) or "that" not in rule or "msg" not in rule:
                 raise AnsibleActionFail("rules[%d]: each rule needs `that` (a condition or a list of them) and `msg`" % i)
+        result["changed"] = False
+        for i, rule in enumerate(rules):
             that = rule["that"] if isinstance(rule["that"], list) else [rule["that"]]
             for condition in that:
                 if not self._templar.evaluate_conditional(conditional=condition):
-                    failed.append(dict(index=i, assertion=condition, msg=str(self._templar.template(rule["msg"])).strip()))
-                    break
-        result["changed"] = False
+                    result.update(failed=True, rule=i, assertion=condition, checked=i + 1,
+                                  msg=str(self._templar.template(rule["msg"])).strip())
+                    return result
         result["checked"] = len(rules)
-        if failed:
-            result["failed"] = True
-            result["failures"] = failed
-            result["msg"] = "; ".join(f["msg"] for f in failed)
-        else:
-            result["msg"] = "all %d rules hold" % len(rules)
+        result["msg"] = "all %d rules hold" % len(rules)
         return result

@@ -6,8 +6,9 @@
 
 A role hands over its directories, whole files, merged config files, symlinks, systemd units and its local fact;
 this module validates all of it first, then compares each with the node and changes only what differs, in this
-order: directories, files (a drop-in given for several units is a directory and a file per unit), merges, links, one daemon-reload when a unit file or drop-in changed, units, and the fact
-last (so a fact says what was applied only once it was). Check mode walks the same comparisons and writes nothing;
+order: directories, files (a drop-in given for several units is a directory and a file per unit), merges, links,
+one daemon-reload when a unit file or drop-in changed, units, and the fact last (so a fact says what was applied
+only once it was). Check mode walks the same comparisons and writes nothing;
 systemd is asked about units as they are (a unit not installed yet reads as disabled and inactive, so the
 prediction is the change the real run makes).
 
@@ -293,11 +294,13 @@ class NodeState(object):
                 continue
             if current is None and os.path.lexists(path) and os.path.isdir(path):
                 raise NodeStateError("%s: %s is a directory" % (where, path))
-            self._parent_ready(path, where)
+            # A missing parent (a unit's .wants directory) is made as the link's `mkdir -p`: root, 0755.
             self._changed(path, "%s\n" % (current or "(absent)"), "-> %s\n" % target)
             if not self.check:
                 tmp = os.path.join(os.path.dirname(path), ".%s.kubescale-tmp" % os.path.basename(path))
                 try:
+                    if not os.path.isdir(os.path.dirname(path)):
+                        os.makedirs(os.path.dirname(path), 0o755)
                     if os.path.lexists(tmp):
                         os.unlink(tmp)
                     os.symlink(target, tmp)

@@ -17,7 +17,8 @@ description:
   - Runs on the controller (an action; nothing reaches the node). Each rule is what one C(ansible.builtin.assert)
     task was - its O(rules[].that) conditions are evaluated as C(assert) evaluates them, in order - and its
     O(rules[].msg) is templated only when the rule fails, so a message may name values that exist only then.
-  - All rules are evaluated; the task fails with the message of every rule that does not hold, joined by C(; ).
+  - Rules run in order; the first that does not hold fails the task with its message, as the first failing C(assert)
+    task did, so a later rule may rely on an earlier one (a variable checked to be a list, then used as one).
   - Types, choices and defaults belong in the role's C(meta/argument_specs.yml); these rules are what a spec cannot
     say (formats, ranges, rules across variables). One task per host for all of a role's rules, where one
     C(assert) per rule cost the controller a task per rule per host.
@@ -72,9 +73,12 @@ checked:
   description: How many rules were evaluated.
   returned: always
   type: int
-failures:
-  description: The rules that did not hold - C(index), the C(assertion) that was false, and the C(msg).
+rule:
+  description: The index of the rule that did not hold.
   returned: when a rule fails
-  type: list
-  elements: dict
+  type: int
+assertion:
+  description: Its condition that was false.
+  returned: when a rule fails
+  type: str
 """

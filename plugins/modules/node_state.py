@@ -131,7 +131,9 @@ options:
         type: str
         default: "0644"
   links:
-    description: Symbolic links (for example a unit's C(.wants) link in an image being baked, where systemd does not run).
+    description:
+      - Symbolic links (for example a unit's C(.wants) link in an image being baked, where systemd does not run).
+      - A missing parent directory is made (root, C(0755)).
     type: list
     elements: dict
     default: []
@@ -295,7 +297,7 @@ def main():
         spec = validate(module.params)
     except NodeStateError as exc:
         module.fail_json(msg=str(exc))
-    state = NodeState(spec, Systemd(lambda argv: module.run_command(argv)), check_mode=module.check_mode,
+    state = NodeState(spec, Systemd(module.run_command), check_mode=module.check_mode,
                       want_diff=module._diff)
     try:
         result = state.apply()

@@ -88,7 +88,7 @@ def test_first_run_check_predicts_the_real_run_and_the_second_run_changes_nothin
     spec = spec_for(tmp_path)
     (tmp_path / "config.yaml").write_text("kind: KubeletConfiguration\nserializeImagePulls: true\n")
     before = snapshot(tmp_path)
-    checked, _ = run(tmp_path, spec, FakeSystemctl(active={"kubelet.service"}), check=True)
+    checked, _state = run(tmp_path, spec, FakeSystemctl(active={"kubelet.service"}), check=True)
     assert snapshot(tmp_path) == before
     systemctl = FakeSystemctl(active={"kubelet.service"})
     real, state = run(tmp_path, spec, systemctl)
@@ -104,7 +104,7 @@ def test_first_run_check_predicts_the_real_run_and_the_second_run_changes_nothin
     assert len(state.diffs) == len(real["changed_paths"])
 
     again = FakeSystemctl(enabled=systemctl.enabled, active=systemctl.active)
-    second, _ = run(tmp_path, spec, again)
+    second, _state = run(tmp_path, spec, again)
     assert second == dict(changed=False, changed_paths=[], actions=[])
     assert again.changes() == []
 
@@ -116,7 +116,7 @@ def test_drift_behind_the_fact_is_found_and_only_it_is_mended(tmp_path):
     dropin.write_text("edited by hand\n")
     os.chmod(str(tmp_path / "units" / "ssd.service"), 0o600)
     systemctl = FakeSystemctl(enabled={"ssd.service"}, active={"ssd.service", "kubelet.service"})
-    result, _ = run(tmp_path, spec, systemctl)
+    result, _state = run(tmp_path, spec, systemctl)
     assert result["changed_paths"] == [str(tmp_path / "units" / "ssd.service"), str(dropin)]
     assert result["actions"] == ["daemon-reload"]
     assert dropin.read_text() == "[Unit]\nRequires=ssd.service\n"
@@ -128,7 +128,7 @@ def test_a_unit_that_stopped_is_started_and_an_unrelated_change_restarts_nothing
     run(tmp_path, spec, FakeSystemctl())
     spec["fact"]["data"]["n"] = 2
     systemctl = FakeSystemctl(enabled={"ssd.service"}, active={"kubelet.service"})
-    result, _ = run(tmp_path, spec, systemctl)
+    result, _state = run(tmp_path, spec, systemctl)
     assert result["actions"] == ["start ssd.service"]
     assert result["changed_paths"] == [str(tmp_path / "facts" / "kubescale_test.fact")]
 
@@ -189,7 +189,7 @@ def test_a_dropin_for_several_units_is_a_directory_and_a_file_each(tmp_path):
                                               content="[Unit]\nAfter=ssd.service\n")],
                 units=[dict(name="docker.service", restart_on=[])])
     systemctl = FakeSystemctl()
-    result, _ = run(tmp_path, spec, systemctl)
+    result, _state = run(tmp_path, spec, systemctl)
     assert result["changed_paths"] == [units + "/docker.service.d", units + "/containerd.service.d",
                                        units + "/docker.service.d/10-ssd.conf",
                                        units + "/containerd.service.d/10-ssd.conf"]
@@ -203,9 +203,9 @@ def test_missing_parents_of_a_directory_are_made_in_the_real_run_and_assumed_in_
     deep = str(tmp_path / "mnt" / "ssd" / "docker")
     spec = dict(directories=[dict(path=deep, mode="0711", owner=USER, group=GROUP)],
                 files=[dict(path=deep + "/marker", content="x\n", owner=USER, group=GROUP)])
-    checked, _ = run(tmp_path, spec, FakeSystemctl(), check=True)
+    checked, _state = run(tmp_path, spec, FakeSystemctl(), check=True)
     assert not (tmp_path / "mnt").exists()
-    real, _ = run(tmp_path, spec, FakeSystemctl())
+    real, _state = run(tmp_path, spec, FakeSystemctl())
     assert checked == real == dict(changed=True, changed_paths=[deep, deep + "/marker"], actions=[])
     assert stat.S_IMODE(os.stat(deep).st_mode) == 0o711
 
@@ -216,3 +216,14 @@ def test_directories_relative_to_a_root(tmp_path):
     with pytest.raises(ns.NodeStateError) as err:
         ns.validate(dict(directories=[dict(root=str(tmp_path), path="../etc")]))
     assert "directories[0]: path '../etc' must be relative to root" in str(err.value)
+
+
+def test_a_link_whose_wants_directory_is_missing_gets_it(tmp_path):
+    wants = tmp_path / "local-fs.target.wants"
+    spec = dict(links=[dict(path=str(wants / "ssd.service"), target=str(tmp_path / "ssd.service"))])
+    checked, _state = run(tmp_path, spec, FakeSystemctl(), check=True)
+    assert not wants.exists()
+    real, _state = run(tmp_path, spec, FakeSystemctl())
+    assert checked == real and real["changed"]
+    assert os.readlink(str(wants / "ssd.service")) == str(tmp_path / "ssd.service")
+    assert run(tmp_path, spec, FakeSystemctl())[0]["changed"] is False

@@ -1,0 +1,60 @@
+"""Against the converged lab: a worker changed behind its facts' back is found and mended by the one node_state task
+of each tuning, `--check` predicting exactly those tasks, and the run after changes nothing.
+
+The drift is what an operator or another tool does by hand on a node: a consumer's drop-in edited, the boot-time
+image reload disabled, the kubelet put back to serial pulls, a recorded fact deleted.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+from labnode import node
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+HOST = "cpu-2"
+DROPIN = "/etc/systemd/system/docker.service.d/10-kubescale-local-ssd.conf"
+KUBELET = "/var/lib/kubelet/config.yaml"
+ARP_FACT = "/etc/ansible/facts.d/kubescale_arp_sysctl.fact"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+
+
+def changed_tasks(*args):
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", HOSTS, "playbooks/node_cpu.yml", "-l", HOST, *args], cwd=REPO, capture_output=True,
+        text=True, check=False,
+        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
+    changed = set()
+    for play in json.loads(proc.stdout)["plays"]:
+        for task in play["tasks"]:
+            res = task["hosts"].get(HOST)
+            if res and res.get("changed"):
+                changed.add(task["task"]["name"].replace("kubescale.tuning.", "", 1).split(" : ")[0])
+    return changed
+
+
+def test_drift_behind_the_facts_is_predicted_mended_and_then_quiet():
+    assert changed_tasks() == set(), "the worker must start converged"
+    node(HOST, "sh", "-c", "echo '# edited by hand' > %s" % DROPIN)
+    node(HOST, "systemctl", "disable", "--quiet", "kubescale-image-preload.service")
+    config = yaml.safe_load(node(HOST, "cat", KUBELET).stdout)
+    assert config["serializeImagePulls"] is False
+    config["serializeImagePulls"] = True
+    node(HOST, "sh", "-c", "cat > %s" % KUBELET, stdin=yaml.safe_dump(config))
+    node(HOST, "rm", ARP_FACT)
+
+    expected = {"local_ssd", "image_preload", "kubelet_pulls", "arp_sysctl"}
+    assert changed_tasks("--check") == expected
+    assert node(HOST, "cat", DROPIN).stdout == "# edited by hand\n"  # --check changed nothing
+    assert changed_tasks() == expected
+
+    assert "Requires=kubescale-local-ssd.service" in node(HOST, "cat", DROPIN).stdout
+    assert node(HOST, "systemctl", "is-enabled", "kubescale-image-preload.service").stdout.strip() == "enabled"
+    assert yaml.safe_load(node(HOST, "cat", KUBELET).stdout)["serializeImagePulls"] is False
+    assert json.loads(node(HOST, "cat", ARP_FACT).stdout)["gc_thresh3"] == 100000
+    assert changed_tasks() == set()
