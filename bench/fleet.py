@@ -9,10 +9,11 @@ For each class (a worker class by default) and each size N, on the first N lab n
   first        the class playbook on N freshly created nodes (blank resource disk) - only for --first-sizes
 
 both for this checkout ("current") and for --baseline (a git revision, checked out in a temporary worktree and run
-against the same lab inventory), side by side in one run: for each class the baseline converges the nodes and is
-measured at every size, then the current tree converges them and is measured, so both see the same nodes and
-machine. Writes bench/fleet.json, a PNG of CPU-s per node against N (bench/fleet.png), and a projection for a
-2,500-node class on a 16-core controller:
+against the same lab inventory), alternated in one run: at each size the baseline converges the nodes and is
+measured, then the current tree converges them and is measured, so both see the same nodes and machine. All runs use
+one serial batch (kubescale_serial_<class>: ["100%"]): rollout batches are a deployment choice. Writes
+bench/fleet.json, a PNG of CPU-s per node against N (bench/fleet.png), and a projection for a 2,500-node class on a
+16-core controller:
 
   CPU-s(N) = a + b * N, fitted on the measured sizes (a: the playbook's fixed cost, b: the cost of one more node);
   controller CPU for 2,500 nodes = a + b * 2500; its wall on 16 cores is at least that divided by 16 (the
@@ -208,17 +209,19 @@ def main():
     firsts = []
     try:
         for g in groups:
-            for label, tree in trees:
-                for n in first:
+            for n in first:
+                for label, tree in trees:
                     recreate(g, n, counts)
                     row = run(tree, g, hosts_of(g, n), measure=True)
                     row.update(group=g, tree=label, kind="first")
                     firsts.append(row)
                     log("%-14s %-8s first      N=%-3d %.2f CPU-s/node, %.0f s wall, %.1f tasks, %.1f remote runs/node"
                         % (g, label, n, row["cpu_s_per_node"], row["wall_s"], row["tasks"], row["remote"]))
-                # converge every node of the sizes with this tree (a switch of tree rewrites some files), unmeasured
-                run(tree, g, hosts_of(g, max(sizes)), measure=False)
-                for n in sizes:
+            for n in sizes:
+                # Alternated at each size: the tree converges the nodes (a switch of tree rewrites some files;
+                # unmeasured), then its idempotent run is measured, so both trees see the same machine.
+                for label, tree in trees:
+                    run(tree, g, hosts_of(g, n), measure=False)
                     row = run(tree, g, hosts_of(g, n), measure=True)
                     if row["changed"]:
                         raise SystemExit("fleet: %s %s N=%d changed %d tasks on a converged run"
