@@ -32,6 +32,10 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import
 UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]+\.(service|socket|timer|mount|target|path)$")
 FACT_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 DROPIN_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\.conf$")
+# The `fact` option of the modules that record a role's fact in the same call (doc fragment kubescale.tuning.fact).
+FACT_ARGUMENT_SPEC = dict(type="dict", options=dict(
+    name=dict(type="str", required=True), data=dict(type="dict", required=True),
+    directory=dict(type="path", default="/etc/ansible/facts.d")))
 SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/")
 
 

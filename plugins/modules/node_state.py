@@ -171,24 +171,9 @@ options:
         type: list
         elements: path
         default: []
-  fact:
-    description: The role's local fact, written last, as M(kubescale.tuning.local_fact) writes it.
-    type: dict
-    suboptions:
-      name:
-        description: The fact's name, like C(kubescale_local_ssd).
-        type: str
-        required: true
-      data:
-        description: What to record.
-        type: dict
-        required: true
-      directory:
-        description: The local facts directory.
-        type: path
-        default: /etc/ansible/facts.d
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.fact
 attributes:
   check_mode:
     support: full
@@ -287,9 +272,7 @@ def main():
                 name=dict(type="str", required=True), enabled=dict(type="bool"),
                 state=dict(type="str", choices=["started"]),
                 restart_on=dict(type="list", elements="path", default=[]))),
-            fact=dict(type="dict", options=dict(
-                name=dict(type="str", required=True), data=dict(type="dict", required=True),
-                directory=dict(type="path", default="/etc/ansible/facts.d"))),
+            fact=FACT_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )

@@ -27,6 +27,8 @@ description:
   - Keys such as C(net.ipv4.neigh.default.gc_thresh1) exist only in the initial network
     namespace; with O(apply=auto) they are persisted only where this namespace lacks them or
     C(/proc/sys) is read-only (containers, image bakes), and the result says so per key.
+  - With O(fact), the fact recorded is O(fact.data) with C(persist_only) (RV(persist_only)) added; not with
+    O(state=observed).
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -83,26 +85,9 @@ options:
     type: str
     choices: [present, absent, observed]
     default: present
-  fact:
-    description:
-      - Record what was applied as a local fact in the same call, as M(kubescale.tuning.local_fact) writes it, after
-        the settings - O(fact.data) with C(persist_only) (RV(persist_only)) added. Not with O(state=observed).
-    type: dict
-    suboptions:
-      name:
-        description: The fact's name, like C(kubescale_arp_sysctl).
-        type: str
-        required: true
-      data:
-        description: What to record.
-        type: dict
-        required: true
-      directory:
-        description: The local facts directory.
-        type: path
-        default: /etc/ansible/facts.d
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.fact
 attributes:
   check_mode:
     support: full
@@ -242,9 +227,7 @@ def main():
             name=dict(type="str"),
         )),
         state=dict(type="str", default="present", choices=["present", "absent", "observed"]),
-        fact=dict(type="dict", options=dict(
-            name=dict(type="str", required=True), data=dict(type="dict", required=True),
-            directory=dict(type="path", default="/etc/ansible/facts.d"))),
+        fact=FACT_ARGUMENT_SPEC,
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     p = module.params
