@@ -240,6 +240,7 @@ actions:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    FACT_ARGUMENT_SPEC,
     NodeState,
     NodeStateError,
     Systemd,

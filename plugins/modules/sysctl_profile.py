@@ -203,6 +203,7 @@ persist_only:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    FACT_ARGUMENT_SPEC,
     NodeState,
     NodeStateError,
     render_fact,
