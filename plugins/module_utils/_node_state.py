@@ -12,6 +12,11 @@ only once it was). Check mode walks the same comparisons and writes nothing;
 systemd is asked about units as they are (a unit not installed yet reads as disabled and inactive, so the
 prediction is the change the real run makes).
 
+A whole file may come as its sha256 alone (the kubescale.tuning.node_state action sends a large controller-side
+`src` that way first): `content_needed` lists those whose file on the node differs, and the module then changes
+nothing and returns them, so the action sends only their content, in a second call. A re-converge of unchanged nodes
+sends no file's text at all.
+
 `Systemd` wraps systemctl so the unit tests can give a recorded one.
 """
 
@@ -20,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import grp
+import hashlib
 import json
 import os
 import pwd
@@ -32,6 +38,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import
 UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]+\.(service|socket|timer|mount|target|path)$")
 FACT_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 DROPIN_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\.conf$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 # The `fact` option of the modules that record a role's fact in the same call (doc fragment kubescale.tuning.fact).
 FACT_ARGUMENT_SPEC = dict(type="dict", options=dict(
     name=dict(type="str", required=True), data=dict(type="dict", required=True),
@@ -90,9 +97,17 @@ def validate(spec):
                                        gid=_gid(d.get("group") or "root", where)))
     for i, f in enumerate(spec.get("files") or []):
         where = "files[%d]" % i
-        if not isinstance(f.get("content"), str):
+        if f.get("src") is not None:
+            raise NodeStateError("%s: src is read on the controller by the kubescale.tuning.node_state action, "
+                                 "which the module was run without: give content" % where)
+        if f.get("content") is None:
+            if not isinstance(f.get("sha256"), str) or not SHA256_RE.match(f["sha256"]):
+                raise NodeStateError("%s: give content (a string), or its sha256 (64 lowercase hex digits)" % where)
+        elif not isinstance(f["content"], str):
             raise NodeStateError("%s: content must be a string" % where)
-        out["files"].append(dict(path=_abs(f.get("path"), where), content=f["content"],
+        elif f.get("sha256") is not None:
+            raise NodeStateError("%s: content and sha256 are mutually exclusive" % where)
+        out["files"].append(dict(path=_abs(f.get("path"), where), content=f.get("content"), sha256=f.get("sha256"),
                                  mode=_mode(f.get("mode") or "0644", where), uid=_uid(f.get("owner") or "root", where),
                                  gid=_gid(f.get("group") or "root", where)))
     unit_dir = _abs(spec.get("unit_dir") or "/etc/systemd/system", "unit_dir")
@@ -110,8 +125,8 @@ def validate(spec):
             if directory not in listed:
                 listed.add(directory)
                 out["directories"].append(dict(path=directory, mode=0o755, uid=0, gid=0))
-            out["files"].append(dict(path="%s/%s" % (directory, d["name"]), content=d["content"], mode=0o644, uid=0,
-                                     gid=0))
+            out["files"].append(dict(path="%s/%s" % (directory, d["name"]), content=d["content"], sha256=None,
+                                     mode=0o644, uid=0, gid=0))
     for i, m in enumerate(spec.get("merges") or []):
         where = "merges[%d]" % i
         if m.get("format") not in FORMATS:
@@ -150,6 +165,25 @@ def validate(spec):
             raise NodeStateError("%s is given twice" % p)
         seen.add(p)
     return out
+
+
+def file_sha256(path):
+    """The sha256 of a file's bytes, or None when it is missing or not a regular file."""
+    try:
+        with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            digest = hashlib.sha256()
+            for block in iter(lambda: fh.read(1 << 16), b""):
+                digest.update(block)
+            return digest.hexdigest()
+    except (IOError, OSError):
+        return None
+
+
+def content_needed(spec):
+    """Indices (into the files option) of files given by sha256 whose file on the node differs from it."""
+    return [i for i, f in enumerate(spec["files"]) if f["content"] is None and file_sha256(f["path"]) != f["sha256"]]
 
 
 class Systemd(object):
@@ -272,6 +306,14 @@ class NodeState(object):
     def files(self):
         for i, f in enumerate(self.spec["files"]):
             where = "files[%d]" % i
+            if f["content"] is None:
+                # Given by sha256: apply() runs only when content_needed() found it equal; owner and mode still count.
+                if file_sha256(f["path"]) != f["sha256"]:
+                    raise NodeStateError("%s: %s changed while the run read it; run again" % (where, f["path"]))
+                st = os.stat(f["path"])
+                if self._owner_mode(f["path"], st, f, where):
+                    self._changed(f["path"], "(mode %04o)\n" % stat.S_IMODE(st.st_mode), "(mode %04o)\n" % f["mode"])
+                continue
             self._write(f["path"], f["content"], f, where, self._read(f["path"], where))
 
     def merges(self):

@@ -63,9 +63,21 @@ options:
         type: path
         required: true
       content:
-        description: The file's text.
+        description:
+          - The file's text. Exactly one of O(files[].content), O(files[].src) and O(files[].sha256) is given.
         type: str
-        required: true
+      src:
+        description:
+          - A UTF-8 text file on the controller (absolute, or in the role's C(files/)), for large files such as a
+            script the role installs. The action sends only its sha256 first; the text crosses the wire only when
+            the node's file differs (then the module runs a second time), so a re-converge of unchanged nodes sends
+            none.
+        type: path
+      sha256:
+        description:
+          - The sha256 of the file's bytes instead of its text (what the action sends for O(files[].src)). When the
+            node's file differs, the module changes nothing and returns RV(content_needed).
+        type: str
       mode:
         description: Octal mode.
         type: str
@@ -192,6 +204,9 @@ EXAMPLES = r"""
 - name: Install a boot unit, make docker require it, and record the fact
   kubescale.tuning.node_state:
     files:
+      - path: /usr/local/libexec/kubescale-local-ssd
+        src: kubescale-local-ssd.py
+        mode: "0755"
       - path: /etc/systemd/system/kubescale-local-ssd.service
         content: "{{ lookup('ansible.builtin.template', 'kubescale-local-ssd.service.j2') }}"
     dropins:
@@ -235,6 +250,20 @@ actions:
   type: list
   elements: str
   sample: [daemon-reload, enable kubescale-local-ssd.service, start kubescale-local-ssd.service]
+content_sent:
+  description: The paths of the O(files[].src) files whose text was sent, because the node's file differed.
+  returned: always
+  type: list
+  elements: str
+  sample: [/usr/local/libexec/kubescale-local-ssd]
+content_needed:
+  description:
+    - Indices into O(files) of the entries given by O(files[].sha256) whose file on the node differs; the module then
+      changed nothing. The action consumes this (it sends their text in a second run).
+  returned: when a file given by sha256 differs
+  type: list
+  elements: int
+  sample: [0]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -244,6 +273,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._node_state impor
     NodeState,
     NodeStateError,
     Systemd,
+    content_needed,
     validate,
 )
 
@@ -255,7 +285,8 @@ def main():
                 path=dict(type="str", required=True), root=dict(type="path"), mode=dict(type="str", default="0755"),
                 owner=dict(type="str", default="root"), group=dict(type="str", default="root"))),
             files=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True), content=dict(type="str", required=True, no_log=False),
+                path=dict(type="path", required=True), content=dict(type="str", no_log=False),
+                src=dict(type="path"), sha256=dict(type="str"),
                 mode=dict(type="str", default="0644"), owner=dict(type="str", default="root"),
                 group=dict(type="str", default="root"))),
             dropins=dict(type="list", elements="dict", default=[], options=dict(
@@ -281,6 +312,9 @@ def main():
         spec = validate(module.params)
     except NodeStateError as exc:
         module.fail_json(msg=str(exc))
+    needed = content_needed(spec)
+    if needed:
+        module.exit_json(changed=False, content_needed=needed, changed_paths=[], actions=[])
     state = NodeState(spec, Systemd(module.run_command), check_mode=module.check_mode,
                       want_diff=module._diff)
     try:

@@ -2,7 +2,8 @@
 of each tuning, `--check` predicting exactly those tasks, and the run after changes nothing.
 
 The drift is what an operator or another tool does by hand on a node: a consumer's drop-in edited, the boot-time
-image reload disabled, the kubelet put back to serial pulls, a recorded fact deleted.
+probe script edited (its text is sent again, and only it), the boot-time image reload disabled, the kubelet put back
+to serial pulls, a recorded fact deleted.
 """
 
 import json
@@ -19,27 +20,35 @@ HOST = "cpu-2"
 DROPIN = "/etc/systemd/system/docker.service.d/10-kubescale-local-ssd.conf"
 KUBELET = "/var/lib/kubelet/config.yaml"
 ARP_FACT = "/etc/ansible/facts.d/kubescale_arp_sysctl.fact"
+SCRIPT = "/usr/local/lib/kubescale/local_ssd.py"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
 
 
-def changed_tasks(*args):
+def playbook(*args):
     proc = subprocess.run(
         ["ansible-playbook", "-i", HOSTS, "playbooks/node_cpu.yml", "-l", HOST, *args], cwd=REPO, capture_output=True,
         text=True, check=False,
         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
-    changed = set()
-    for play in json.loads(proc.stdout)["plays"]:
-        for task in play["tasks"]:
-            res = task["hosts"].get(HOST)
-            if res and res.get("changed"):
-                changed.add(task["task"]["name"].replace("kubescale.tuning.", "", 1).split(" : ")[0])
-    return changed
+    return [(task["task"]["name"].replace("kubescale.tuning.", "", 1).split(" : ")[0], task["hosts"][HOST])
+            for play in json.loads(proc.stdout)["plays"] for task in play["tasks"] if HOST in task["hosts"]]
+
+
+def changed_tasks(*args, sent=None):
+    """The roles whose tasks changed; `sent` collects the paths whose text a node_state task sent."""
+    results = playbook(*args)
+    if sent is not None:
+        sent.extend(p for _role, res in results for p in res.get("content_sent", []))
+    return {role for role, res in results if res.get("changed")}
 
 
 def test_drift_behind_the_facts_is_predicted_mended_and_then_quiet():
-    assert changed_tasks() == set(), "the worker must start converged"
+    sent = []
+    assert changed_tasks(sent=sent) == set(), "the worker must start converged"
+    # A converged node is sent the hashes of the scripts the roles install, never their text.
+    assert sent == []
+    node(HOST, "sh", "-c", "echo '# edited by hand' >> %s" % SCRIPT)
     node(HOST, "sh", "-c", "echo '# edited by hand' > %s" % DROPIN)
     node(HOST, "systemctl", "disable", "--quiet", "kubescale-image-preload.service")
     config = yaml.safe_load(node(HOST, "cat", KUBELET).stdout)
@@ -51,8 +60,11 @@ def test_drift_behind_the_facts_is_predicted_mended_and_then_quiet():
     expected = {"local_ssd", "image_preload", "kubelet_pulls", "arp_sysctl"}
     assert changed_tasks("--check") == expected
     assert node(HOST, "cat", DROPIN).stdout == "# edited by hand\n"  # --check changed nothing
-    assert changed_tasks() == expected
-
+    sent = []
+    assert changed_tasks(sent=sent) == expected
+    # Only the edited script's text crossed the wire; the image loader's copy matched its hash.
+    assert sent == [SCRIPT]
+    assert node(HOST, "tail", "-n", "1", SCRIPT).stdout != "# edited by hand\n"
     assert "Requires=kubescale-local-ssd.service" in node(HOST, "cat", DROPIN).stdout
     assert node(HOST, "systemctl", "is-enabled", "kubescale-image-preload.service").stdout.strip() == "enabled"
     assert yaml.safe_load(node(HOST, "cat", KUBELET).stdout)["serializeImagePulls"] is False

@@ -151,6 +151,9 @@ def test_an_existing_merged_file_keeps_its_mode(tmp_path):
     (dict(units=[dict(name="kubelet")]), "units[0]: name 'kubelet' is not a systemd unit name"),
     (dict(fact=dict(name="bad-name", data={})), "fact.name: 'bad-name'"),
     (dict(files=[dict(path="/tmp/x", content="a"), dict(path="/tmp/x", content="b")]), "/tmp/x is given twice"),
+    (dict(files=[dict(path="/tmp/x", sha256="ABC")]), "files[0]: give content (a string), or its sha256"),
+    (dict(files=[dict(path="/tmp/x", content="a", sha256="0" * 64)]), "files[0]: content and sha256 are mutually"),
+    (dict(files=[dict(path="/tmp/x", src="script.py")]), "files[0]: src is read on the controller"),
 ])
 def test_bad_input_is_refused_before_anything_changes(tmp_path, bad, message):
     with pytest.raises(ns.NodeStateError) as err:
@@ -227,3 +230,56 @@ def test_a_link_whose_wants_directory_is_missing_gets_it(tmp_path):
     assert checked == real and real["changed"]
     assert os.readlink(str(wants / "ssd.service")) == str(tmp_path / "ssd.service")
     assert run(tmp_path, spec, FakeSystemctl())[0]["changed"] is False
+
+
+def test_a_file_given_by_hash_is_asked_for_only_when_the_node_differs(tmp_path):
+    """The action's first call sends a script's sha256: a node that has it is checked (owner, mode) and nothing is
+    sent; a node that lacks it, or whose copy was edited, makes the module name it and change nothing at all."""
+    import hashlib
+
+    text = "#!/usr/bin/python3\nprint('probe')\n" * 500
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    script = tmp_path / "units" / "probe"
+    spec = spec_for(tmp_path)
+    spec["files"].append(dict(path=str(script), sha256=digest, mode="0755", owner=USER, group=GROUP))
+    before = snapshot(tmp_path)
+    assert ns.content_needed(ns.validate(spec)) == [2]
+    assert snapshot(tmp_path) == before
+
+    # The action's second call: the text, once.
+    full = dict(spec, files=spec["files"][:2] + [dict(spec["files"][2], sha256=None, content=text)])
+    checked, _state = run(tmp_path, full, FakeSystemctl(), check=True)
+    assert snapshot(tmp_path) == before
+    real, _state = run(tmp_path, full, FakeSystemctl())
+    assert checked == real and str(script) in real["changed_paths"]
+    assert script.read_text() == text and stat.S_IMODE(os.stat(str(script)).st_mode) == 0o755
+
+    # Re-converge: the hash matches, nothing is asked for and nothing changes.
+    systemctl = FakeSystemctl(enabled={"ssd.service"}, active={"ssd.service"})
+    assert ns.content_needed(ns.validate(spec)) == []
+    second, _state = run(tmp_path, spec, systemctl)
+    assert second == dict(changed=False, changed_paths=[], actions=[])
+
+    # Only a mode change behind its back: mended without the text.
+    os.chmod(str(script), 0o700)
+    assert ns.content_needed(ns.validate(spec)) == []
+    mended, _state = run(tmp_path, spec, systemctl)
+    assert mended["changed_paths"] == [str(script)]
+    assert stat.S_IMODE(os.stat(str(script)).st_mode) == 0o755
+
+    # An edited copy: asked for again.
+    script.write_text("edited\n")
+    assert ns.content_needed(ns.validate(spec)) == [2]
+
+
+def test_a_file_given_by_hash_that_changes_during_the_run_stops_it(tmp_path):
+    import hashlib
+
+    target = tmp_path / "probe"
+    target.write_text("one\n")
+    spec = dict(files=[dict(path=str(target), sha256=hashlib.sha256(b"one\n").hexdigest(), owner=USER, group=GROUP)])
+    state = ns.NodeState(ns.validate(spec), ns.Systemd(FakeSystemctl()))
+    target.write_text("two\n")
+    with pytest.raises(ns.NodeStateError) as err:
+        state.apply()
+    assert "changed while the run read it" in str(err.value)
