@@ -124,10 +124,13 @@ def count(run_json, hosts):
                 controller_actions=sum(controller.values()) / n, changed=sum(changed.values()))
 
 
-def run(tree, group, hosts, measure):
-    """One class playbook run from `tree` on `hosts`; with measure, its controller CPU, wall and counts."""
+def run(tree, group, hosts, measure, extra_env=None):
+    """One class playbook run from `tree` on `hosts`; with measure, its controller CPU, wall and counts.
+
+    extra_env: ANSIBLE_* settings over ansible.cfg's (bench/ansible_cfg.py's variants)."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"))
+    env.update(extra_env or {})
     argv = [os.path.join(REPO, ".venv", "bin", "ansible-playbook"), os.path.join(tree, "playbooks", PLAYBOOKS[group]),
             "-l", ",".join(hosts), "-e", ONE_BATCH % group]
     if measure:

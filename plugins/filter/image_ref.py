@@ -40,6 +40,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import normalize_ref
+from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import sidecar_url as _sidecar_url
 
 
 def image_ref(ref):
@@ -60,6 +61,23 @@ def image_ref_errors(refs):
     return errors
 
 
+def sidecar_url(url):
+    try:
+        return _sidecar_url(str(url))
+    except ValueError as exc:
+        raise AnsibleFilterError("sidecar_url: %s" % exc) from exc
+
+
+def url_errors(url):
+    """Why `url` cannot be an archive URL (for validation), or an empty string."""
+    try:
+        _sidecar_url(str(url))
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
 class FilterModule(object):
     def filters(self):
-        return {"image_ref": image_ref, "image_ref_errors": image_ref_errors}
+        return {"image_ref": image_ref, "image_ref_errors": image_ref_errors, "sidecar_url": sidecar_url,
+                "url_errors": url_errors}

@@ -31,6 +31,7 @@ import shlex
 import subprocess
 import tarfile
 import tempfile
+from urllib.parse import urlsplit, urlunsplit
 
 FORMAT = 1
 INDEX_MEMBER = "kubescale-index.json"
@@ -112,6 +113,20 @@ def compress_argv(compression, level):
 
 def sidecar_path(path):
     return path + ".json"
+
+
+def sidecar_url(url):
+    """Where the sidecar of an archive at `url` is: `.json` added to the URL's path, its query (a SAS token) kept.
+
+    http(s) only; a URL with a fragment, or without a file name in its path, is refused (ValueError)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("%r is not an http:// or https:// URL" % url)
+    if parts.fragment:
+        raise ValueError("%r has a fragment (#...)" % url)
+    if not parts.path or parts.path.endswith("/"):
+        raise ValueError("%r names no file" % url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path + ".json", parts.query, ""))
 
 
 def sha256_file(path):

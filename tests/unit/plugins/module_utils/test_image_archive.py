@@ -248,3 +248,24 @@ def test_parse_size():
     assert ia._parse_size("311.6 KiB") == int(311.6 * 1024)
     assert ia._parse_size("12B") == 12
     assert ia._parse_size("n/a") == 0
+
+
+@pytest.mark.parametrize("url, want", [
+    ("https://acct.blob.core.windows.net/images/preload.tar.zst?sv=2022-11-02&sr=c&sig=a%2Fb",
+     "https://acct.blob.core.windows.net/images/preload.tar.zst.json?sv=2022-11-02&sr=c&sig=a%2Fb"),
+    ("http://172.30.213.1:8080/preload.tar.zst", "http://172.30.213.1:8080/preload.tar.zst.json"),
+])
+def test_sidecar_url_keeps_the_query(url, want):
+    assert ia.sidecar_url(url) == want
+
+
+@pytest.mark.parametrize("url, message", [
+    ("ftp://host/preload.tar", "is not an http:// or https:// URL"),
+    ("/opt/preload.tar", "is not an http:// or https:// URL"),
+    ("https://host/images/", "names no file"),
+    ("https://host/preload.tar#part", "has a fragment"),
+])
+def test_sidecar_url_refuses_what_is_not_an_archive_url(url, message):
+    with pytest.raises(ValueError) as err:
+        ia.sidecar_url(url)
+    assert message in str(err.value)
