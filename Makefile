@@ -99,3 +99,4 @@ bench: deps
 	$(PYTHON) bench/audit.py
 	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
 	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
+	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2
