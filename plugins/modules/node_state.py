@@ -187,6 +187,9 @@ extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.fact
 attributes:
+  action:
+    support: full
+    description: An action plugin reads O(files[].src) on the controller and sends a file's text only when the node needs it.
   check_mode:
     support: full
     details: Makes the same comparisons and asks systemd the same questions; writes nothing and reports the same changes.
