@@ -99,6 +99,7 @@ def blob():
             yield server
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root + "-cache", ignore_errors=True)
         # Back to the lab's own archive, copied from the controller, as every other test expects.
         node(HOST, "rm", "-f", ARCHIVE, ARCHIVE + ".json")
         rc, _results, out = preload({})
@@ -106,8 +107,10 @@ def blob():
 
 
 def source(blob, sub, sha=None):
+    # A cache directory that does not exist yet, as on a controller that never built an archive.
     return dict(image_preload_url=blob.url(sub + "/preload.tar.zst") + "?sv=2022-11-02&sr=c&sig=lab",
-                image_preload_url_sha256=sha or blob.sha256, image_preload_url_retries=1)
+                image_preload_url_sha256=sha or blob.sha256, image_preload_url_retries=1,
+                image_preload_cache_dir=os.path.join(blob.root + "-cache", sub))
 
 
 @pytest.mark.parametrize("sub, expect", [
