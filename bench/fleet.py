@@ -124,15 +124,16 @@ def count(run_json, hosts):
                 controller_actions=sum(controller.values()) / n, changed=sum(changed.values()))
 
 
-def run(tree, group, hosts, measure, extra_env=None):
+def run(tree, group, hosts, measure, extra_env=None, extra_args=()):
     """One class playbook run from `tree` on `hosts`; with measure, its controller CPU, wall and counts.
 
-    extra_env: ANSIBLE_* settings over ansible.cfg's (bench/ansible_cfg.py's variants)."""
+    extra_env: ANSIBLE_* settings over ansible.cfg's (bench/ansible_cfg.py's variants); extra_args: more
+    ansible-playbook arguments (bench/preload_url.py's tags and variables)."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"))
     env.update(extra_env or {})
     argv = [os.path.join(REPO, ".venv", "bin", "ansible-playbook"), os.path.join(tree, "playbooks", PLAYBOOKS[group]),
-            "-l", ",".join(hosts), "-e", ONE_BATCH % group]
+            "-l", ",".join(hosts), "-e", ONE_BATCH % group] + list(extra_args)
     if measure:
         env["ANSIBLE_STDOUT_CALLBACK"] = "json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

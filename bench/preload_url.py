@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet  # noqa: E402  (lab sizing and node names)
@@ -51,18 +50,9 @@ def address(host):
 
 
 def converge(hosts, extra, only_preload=True):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(fleet.REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(fleet.REPO, ".collections"))
-    extra = dict(extra, kubescale_serial_kube_node_cpu=["100%"])
-    argv = [os.path.join(fleet.REPO, ".venv", "bin", "ansible-playbook"), "playbooks/node_cpu.yml", "-l",
-            ",".join(hosts), "-e", json.dumps(extra)] + (["--tags", "kubescale_image_preload"] if only_preload else [])
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, cwd=fleet.REPO, env=env, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
-        raise SystemExit("preload_url: the run failed (rc %d)" % proc.returncode)
-    return wall
+    """The wall of node_cpu.yml on hosts with the extra variables (only its image_preload tuning by default)."""
+    args = ["-e", json.dumps(extra)] + (["--tags", "kubescale_image_preload"] if only_preload else [])
+    return fleet.run(fleet.REPO, "kube_node_cpu", hosts, measure=True, extra_args=args)["wall_s"]
 
 
 def main():
@@ -81,8 +71,7 @@ def main():
     root = tempfile.mkdtemp(prefix="kubescale-bench-blob-", dir="/var/tmp")
     os.chmod(root, 0o755)
     for name in ("preload.tar.zst", "preload.tar.zst.json"):
-        with open(os.path.join(os.path.dirname(CACHE), name), "rb") as src, open(os.path.join(root, name), "wb") as dst:
-            dst.write(src.read())
+        shutil.copy(os.path.join(os.path.dirname(CACHE), name), os.path.join(root, name))
         os.chmod(os.path.join(root, name), 0o644)
     addrs = dict((address(h), h) for h in hosts)
     rows = {"copy": [], "url": []}

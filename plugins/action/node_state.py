@@ -56,7 +56,6 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("files: give a list of {path, content or src} entries")
         texts = {}
         sent = []
-        by_hash = []
         for i, entry in enumerate(files):
             if not isinstance(entry, dict) or entry.get("src") is None:
                 sent.append(entry)
@@ -67,11 +66,10 @@ class ActionModule(ActionBase):
                 path = self._find_needle("files", to_text(entry["src"]))
             except AnsibleError as exc:
                 raise AnsibleActionFail("files[%d].src: %s" % (i, exc)) from exc
-            texts[i] = read_src(path)[0]
+            texts[i], digest = read_src(path)
             hashed = {k: v for k, v in entry.items() if k != "src"}
-            hashed["sha256"] = read_src(path)[1]
+            hashed["sha256"] = digest
             sent.append(hashed)
-            by_hash.append(i)
         args["files"] = sent
         if "files" not in self._task.args:
             del args["files"]
