@@ -17,8 +17,8 @@ for spec in "$@"; do
   (
     start=$SECONDS
     # stdin from /dev/null: ansible refuses a non-blocking stdin, which a background job may inherit
-    bash -c "$cmd" < /dev/null > >(sed -u "s/^/[$name] /") 2>&1
-    rc=$?
+    bash -c "$cmd" < /dev/null 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
+    rc=${PIPESTATUS[0]}
     echo "$rc $((SECONDS - start))" > "$logs/$name.rc"
     exit "$rc"
   ) &
@@ -27,6 +27,7 @@ for spec in "$@"; do
 done
 set +m
 failed=0
+failures=()
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || true
   read -r rc secs < "$logs/${names[$i]}.rc" || { rc=1; secs='?'; }
@@ -35,7 +36,16 @@ for i in "${!pids[@]}"; do
   else
     echo "parallel: ${names[$i]} FAILED (exit $rc) after ${secs}s" >&2
     failed=1
+    failures+=("${names[$i]}")
   fi
 done
 pids=()
+# A failed stream's own reasons, again, last: its lines are far up, among the other streams' output, and a CI page
+# often shows only the end of the log. pytest's summary lines (FAILED/ERROR with the message) and the stream's last
+# lines; a nested parallel.sh has already put its own reasons at its end.
+for name in "${failures[@]}"; do
+  echo "parallel: why ${name} failed:" >&2
+  { grep -E '^(FAILED|ERROR) |^E   ' "$logs/$name.log" | tail -n 40; tail -n 15 "$logs/$name.log"; } \
+    | sed "s/^/[$name] /" >&2
+done
 exit "$failed"
