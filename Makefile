@@ -66,7 +66,7 @@ molecule: image
 	bash scripts/molecule.sh
 
 # The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
-# etcd, then the control plane whose objects live in it; the rest (the Events cluster and kube-apiserver's manifest among it).
+# etcd, then the control plane whose objects live in it (and its scheduler); the rest (the Events cluster and kube-apiserver's manifest among it).
 # test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
 # The whole-lab audit (all green, nothing changed, the report in a browser) and the workers' converged state (testinfra)
 # run while nothing else does.
@@ -75,8 +75,8 @@ lab-test: lab
 	pytest -q --durations=3 tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
-	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py"
+	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py"
 
 test: deps
 	$(MAKE) lint
@@ -98,5 +98,7 @@ bench: deps
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
 	$(PYTHON) bench/audit.py
 	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
+	$(PYTHON) bench/binpack.py --nodes 1000 --rounds 2
+	$(PYTHON) bench/agent_polling.py --agents 200 --pods 1000
 	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
 	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2

@@ -253,7 +253,16 @@ def ensure_control_plane(cps, etcd_members, etcd_client_files):
             docker("exec", cname, "systemctl", "restart", "kwok.service")
     wait_ready(cps[0])
     ensure_kwok_nodes(build_dir, kwok_counts())
+    ensure_cluster_dns(build_dir)
     return build_dir
+
+
+def ensure_cluster_dns(build_dir):
+    """kubeadm's CoreDNS Deployment in kube-system, created once (roles/dns_spread owns its affinity from then on)."""
+    if kubectl(build_dir, "get", "deployment", "-n", "kube-system", "coredns", check=False).returncode == 0:
+        return
+    kubectl(build_dir, "create", "-f", os.path.join(REPO, "lab", "fixtures", "coredns.yaml"))
+    log("created the cluster DNS Deployment (kube-system/coredns)")
 
 
 def kubectl(build_dir, *args, input_data=None, check=True):

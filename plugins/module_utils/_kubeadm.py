@@ -84,3 +84,26 @@ def set_args(cfg, component, args):
                 changed.append(name)
         section["extraArgs"] = mapping
     return sorted(changed)
+
+
+def set_extra_volume(cfg, component, name, host_path, mount_path, read_only=True, path_type="File"):
+    """Make the component's extraVolumes hold `name` as given (the same shape in v1beta3 and v1beta4); True when it
+    changed."""
+    if component not in COMPONENTS:
+        raise KubeadmError("component %r is not one of %s" % (component, ", ".join(COMPONENTS)))
+    section = cfg.get(component) or {}
+    cfg[component] = section
+    vols = section.get("extraVolumes") or []
+    if not isinstance(vols, list):
+        raise KubeadmError("%s.extraVolumes is not a list" % component)
+    section["extraVolumes"] = vols
+    want = {"name": name, "hostPath": host_path, "mountPath": mount_path, "readOnly": bool(read_only),
+            "pathType": path_type}
+    for i, vol in enumerate(vols):
+        if isinstance(vol, dict) and vol.get("name") == name:
+            if vol == want:
+                return False
+            vols[i] = want
+            return True
+    vols.append(want)
+    return True

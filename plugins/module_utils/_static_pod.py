@@ -113,6 +113,55 @@ def set_host_paths(pod, host_paths):
     return changed
 
 
+def set_mount(pod, container, name, host_path, mount_path, read_only=True, path_type="File"):
+    """Make hostPath volume `name` (host_path, path_type) and the container's mount of it at `mount_path` exist as given;
+    returns True when anything changed. A volume of that name that is not a hostPath fails."""
+    spec = pod.setdefault("spec", {})
+    vols = spec.get("volumes") or []
+    spec["volumes"] = vols
+    changed = False
+    vol = next((v for v in vols if isinstance(v, dict) and v.get("name") == name), None)
+    want = {"path": host_path, "type": path_type}
+    if vol is None:
+        vols.append({"hostPath": want, "name": name})
+        changed = True
+    elif not isinstance(vol.get("hostPath"), dict):
+        raise PodError("volume %r is not a hostPath volume" % name)
+    elif vol["hostPath"] != want:
+        vol["hostPath"] = want
+        changed = True
+    mounts = container.get("volumeMounts") or []
+    container["volumeMounts"] = mounts
+    mount = next((m for m in mounts if isinstance(m, dict) and m.get("name") == name), None)
+    want_mount = {"mountPath": mount_path, "name": name, "readOnly": bool(read_only)}
+    if mount is None:
+        mounts.append(want_mount)
+        changed = True
+    elif mount.get("mountPath") != mount_path or bool(mount.get("readOnly")) != bool(read_only):
+        mount["mountPath"] = mount_path
+        mount["readOnly"] = bool(read_only)
+        changed = True
+    return changed
+
+
+def set_annotation(pod, key, value):
+    """Set (None removes) a metadata annotation; returns True when it changed."""
+    meta = pod.setdefault("metadata", {}) or {}
+    pod["metadata"] = meta
+    notes = meta.get("annotations") or {}
+    if notes.get(key) == value or (value is None and key not in notes):
+        return False
+    if value is None:
+        del notes[key]
+    else:
+        notes[key] = value
+    if notes:
+        meta["annotations"] = notes
+    else:
+        meta.pop("annotations", None)
+    return True
+
+
 def parse_locks(text):
     """/proc/locks → the set of (major, minor, inode) holding a lock (FLOCK, POSIX or OFDLCK; waiters too)."""
     held = set()

@@ -7,11 +7,11 @@ cluster, Events wired by events_etcd into the Events cluster, kwok keeping LAB_K
 import json
 import os
 import subprocess
-import time
 
 import controlplane
 import pytest
 import yaml
+from kube import wait_for
 from test_etcd import node, playbook, recap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,17 +75,6 @@ def events_etcd(*args, check=True):
 
 def keys(etcd, prefix):
     return [k for k in etcd("get", "--prefix", "--keys-only", prefix).stdout.splitlines() if k]
-
-
-def wait_for(what, test, timeout=120, interval=1):
-    deadline = time.time() + timeout
-    while True:
-        value = test()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError("timed out after %ds waiting for %s" % (timeout, what))
-        time.sleep(interval)
 
 
 def apiserver_pid():

@@ -1,0 +1,153 @@
+"""Against the lab's real kube-apiserver on cp-1: apiserver_load's FlowSchema takes the node agents' requests (the API
+server's own APF response headers say which schema and level served each request), the inflight limits restart the
+API server on the new flags once and then change nothing, the agents' snippets are written, and bad input changes no
+object and no file. Runs after `make site`."""
+
+import hashlib
+import json
+import os
+import re
+import time
+
+import pytest
+import yaml
+from kube import kubectl
+from labnode import node
+from test_etcd import playbook, recap
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
+ROLE = "tests/integration/apiserver_role.yml"
+NAME = "kubescale-node-agents"
+MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+KUBEADM = "/etc/kubernetes/kubeadm-config.yaml"
+
+pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+              pytest.mark.usefixtures("control_plane_lock")]
+
+
+def ready():
+    proc = kubectl("get", "--raw=/readyz", check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "ok"
+
+
+def wait_ready(timeout=180):
+    deadline = time.time() + timeout
+    while not ready():
+        assert time.time() < deadline, "kube-apiserver not ready after %ds" % timeout
+        time.sleep(2)
+
+
+def uid(kind):
+    return kubectl("get", kind, NAME, "-o", "jsonpath={.metadata.uid}").stdout
+
+
+def flowschema_of(user):
+    """The FlowSchema UID the API server's APF filter classified `user`'s request into (its response header)."""
+    proc = kubectl("-v=8", "--as=" + user, "get", "pods", "-n", "default", check=False)
+    found = re.search(r"X-Kubernetes-Pf-Flowschema-Uid: (\S+)", proc.stderr)
+    assert found, proc.stderr[-2000:]
+    return found.group(1)
+
+
+def objects():
+    out = {}
+    for kind in ("prioritylevelconfiguration", "flowschema"):
+        obj = json.loads(kubectl("get", kind, NAME, "-o", "json").stdout)
+        out[kind] = (obj["metadata"]["generation"], obj["spec"])
+    return out
+
+
+def files():
+    return {p: hashlib.sha256(node("cp-1", "cat", p).stdout.encode()).hexdigest() for p in (MANIFEST, KUBEADM)}
+
+
+def apiserver_pid():
+    return node("cp-1", "pgrep", "-x", "kube-apiserver", check=False).stdout.strip()
+
+
+def run(*extra):
+    return playbook("-i", HOSTS, ROLE, *extra)
+
+
+@pytest.fixture(scope="module")
+def converged():
+    wait_ready()
+    proc = run()
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_the_agents_requests_land_in_their_own_flowschema(converged):
+    ours = uid("flowschema")
+    level = json.loads(kubectl("get", "prioritylevelconfiguration", NAME, "-o", "json").stdout)["spec"]
+    assert level["type"] == "Limited" and level["limited"]["nominalConcurrencyShares"] == 10
+    assert level["limited"]["limitResponse"]["queuing"] == {"queues": 16, "handSize": 4, "queueLengthLimit": 50}
+    for agent in ("system:serviceaccount:logging:fluentd", "system:serviceaccount:kube-system:fluentd",
+                  "system:serviceaccount:datadog:datadog-agent"):
+        assert flowschema_of(agent) == ours, agent
+    # everyone else keeps the schemas they had
+    assert flowschema_of("system:serviceaccount:default:default") != ours
+    assert flowschema_of("system:serviceaccount:logging:other") != ours
+    again = run()
+    assert again.returncode == 0 and recap(again, "cp-1")["changed"] == 0, again.stdout[-3000:]
+
+
+def test_inflight_limits_restart_the_apiserver_once(converged):
+    node("cp-1", "sh", "-c", "cp %s /root/apiserver-manifest.saved && cp %s /root/apiserver-kubeadm.saved"
+         % (MANIFEST, KUBEADM))
+    limits = ["-e", "apiserver_load_max_requests_inflight=600", "-e", "apiserver_load_max_mutating_requests_inflight=300"]
+    try:
+        before, pid = files(), apiserver_pid()
+        check = run("--check", "--diff", *limits)
+        assert check.returncode == 0 and recap(check, "cp-1")["changed"] == 2, check.stdout[-3000:]
+        assert "--max-requests-inflight=600" in check.stdout
+        assert files() == before and apiserver_pid() == pid
+        real = run(*limits)
+        assert real.returncode == 0 and recap(real, "cp-1")["changed"] == 2, real.stdout[-3000:]
+        assert apiserver_pid() not in ("", pid) and ready()
+        cmdline = node("cp-1", "sh", "-c", "tr '\\0' ' ' < /proc/$(pgrep -x kube-apiserver)/cmdline").stdout
+        assert "--max-requests-inflight=600" in cmdline and "--max-mutating-requests-inflight=300" in cmdline
+        kubeadm = [d for d in yaml.safe_load_all(node("cp-1", "cat", KUBEADM).stdout)
+                   if d["kind"] == "ClusterConfiguration"][0]["apiServer"]["extraArgs"]
+        assert kubeadm["max-requests-inflight"] == "600" and kubeadm["max-mutating-requests-inflight"] == "300"
+        pid = apiserver_pid()
+        again = run(*limits)
+        assert again.returncode == 0 and recap(again, "cp-1")["changed"] == 0, again.stdout[-3000:]
+        assert apiserver_pid() == pid
+    finally:
+        node("cp-1", "sh", "-c", "cp /root/apiserver-kubeadm.saved %s; cp /root/apiserver-manifest.saved %s.tmp && "
+                                 "mv %s.tmp %s" % (KUBEADM, MANIFEST, MANIFEST, MANIFEST))
+        time.sleep(5)
+        wait_ready()
+
+
+def test_the_agents_snippets(converged, tmp_path):
+    out = tmp_path / "agents"
+    proc = run("-e", "apiserver_load_agent_snippets_dir=%s" % out, "-e", "apiserver_load_fluentd_cache_size=20000")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    fluentd = (out / "fluentd-kubernetes-metadata.conf").read_text()
+    assert "@type kubernetes_metadata" in fluentd and "watch true" in fluentd and "cache_size 20000" in fluentd
+    datadog = (out / "datadog-values.yaml").read_text()
+    assert "clusterAgent:\n  enabled: true" in datadog and 'value: "300"' in datadog
+    again = run("-e", "apiserver_load_agent_snippets_dir=%s" % out, "-e", "apiserver_load_fluentd_cache_size=20000")
+    assert recap(again, "cp-1")["changed"] == 0
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"apiserver_load_matching_precedence": 9000}, "apiserver_load_matching_precedence: 9000 is not in 1..8999"),
+    ({"apiserver_load_nominal_concurrency_shares": 0}, "apiserver_load_nominal_concurrency_shares: 0 is not a whole"),
+    ({"apiserver_load_hand_size": 20}, "apiserver_load_hand_size: 20 is more than queues (16)"),
+    ({"apiserver_load_agents": [{"name": "Fluentd", "namespace": "logging"}]},
+     "apiserver_load_agents[0].name: 'Fluentd' is not a service account name"),
+    ({"apiserver_load_max_requests_inflight": 0}, "apiserver_load_max_requests_inflight (0) and"),
+    ({"apiserver_load_agent_snippets_dir": "agents"}, "apiserver_load_agent_snippets_dir (agents) must be empty or"),
+    ({"apiserver_load_fluentd_cache_size": 0}, "apiserver_load_fluentd_cache_size (0) must be 1 or more"),
+    ({"apiserver_load_queues": "many"}, "apiserver_load_queues"),
+])
+def test_bad_input_is_refused_and_changes_nothing(converged, extra, message):
+    before, objs, pid = files(), objects(), apiserver_pid()
+    proc = run("-e", json.dumps(extra))
+    assert proc.returncode != 0
+    assert message in proc.stdout.replace("\n        ", " "), proc.stdout[-3000:]
+    assert "changed=0" in proc.stdout
+    assert files() == before and objects() == objs and apiserver_pid() == pid
