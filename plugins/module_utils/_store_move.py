@@ -24,8 +24,12 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._dirsync import S
 RUNTIMES = {
     "docker": dict(name="Docker", format="json", root_key="data-root", default_root="/var/lib/docker",
                    service="docker.service", units=["docker.service", "docker.socket"], config="daemon.json"),
+    # dockerd runs its containers through containerd: a running Docker is stopped before containerd and started after
+    # it, whatever stop_units says (left running, it loses containerd, exits and is restarted by systemd until its
+    # start limit, 3 in 60 s on Debian, leaves it down).
     "containerd": dict(name="containerd", format="toml", root_key="root", default_root="/var/lib/containerd",
-                       service="containerd.service", units=["containerd.service"], config="config.toml"),
+                       service="containerd.service", units=["containerd.service"], config="config.toml",
+                       clients=["docker.service"]),
 }
 BACKUP_SUFFIX = ".kubescale-before-move"
 
@@ -169,15 +173,27 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     """The transaction. Returns the images carried over; raises MoveError saying where the runtime runs now."""
     name = rt.rt["name"]
     backup = config_path + BACKUP_SUFFIX
-    stopped = [u for u in stop_units if rt.active(u)]
+    stopped = [u for u in list(stop_units) + [c for c in rt.rt.get("clients", []) if c not in stop_units]
+               if rt.active(u)]
     images = rt.images() if was_active else None
     if p["before_text"] is not None:
         atomic_write(backup, p["before_text"], mode)
     step = "Stop what uses the store, then %s" % name
 
     def start_clients():
+        """Start again what was stopped (its start limit reset first: the move restarted it within a minute); the
+        units that would not start, each with systemctl's answer."""
+        failed = []
         for unit in stopped:
-            rt.systemctl("start", unit)
+            rt.systemctl("reset-failed", unit)
+            rc, out, err = rt.systemctl("start", unit)
+            if rc != 0:
+                failed.append("%s (%s)" % (unit, (err or out).strip()))
+        return failed
+
+    def not_started(failed):
+        return " %s did not start again: %s." % (", ".join(f.split(" (")[0] for f in failed), "; ".join(failed)) \
+            if failed else ""
     try:
         for unit in stopped + rt.rt["units"]:
             rc, out, err = rt.systemctl("stop", unit)
@@ -212,19 +228,22 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
         try:
             rt.wait_on(p["old_root"], None, timeout)
         except MoveError as again:
-            start_clients()
+            failed = start_clients()
             raise MoveError(
                 "%s: moving %s's store from %s to %s failed at \"%s\": %s. The old %s is back, but %s does not run "
-                "on %s (%s): see journalctl -u %s; the old store there is untouched and %s holds the old %s."
+                "on %s (%s): see journalctl -u %s; the old store there is untouched and %s holds the old %s.%s"
                 % (root_variable, name, p["old_root"], root, step, cause, rt.rt["config"], name, p["old_root"], again,
-                   rt.rt["service"], backup, rt.rt["config"])) from exc
-        start_clients()
+                   rt.rt["service"], backup, rt.rt["config"], not_started(failed))) from exc
+        failed = start_clients()
         remove_file(backup)
         raise MoveError(
             "%s: moving %s's store from %s to %s failed at \"%s\": %s. %s runs again on %s with the %s it had; "
-            "nothing there was changed. Fix the cause (free space on the SSD?) and run again, or set %s=empty."
+            "nothing there was changed.%s Fix the cause (free space on the SSD?) and run again, or set %s=empty."
             % (root_variable, name, p["old_root"], root, step, cause, name, p["old_root"], rt.rt["config"],
-               policy_variable)) from exc
-    start_clients()
+               not_started(failed), policy_variable)) from exc
+    failed = start_clients()
     remove_file(backup)
+    if failed:
+        raise MoveError("%s: %s's store moved from %s to %s and %s runs there with every image, but%s See journalctl "
+                        "-u for each." % (root_variable, name, p["old_root"], root, name, not_started(failed)))
     return images

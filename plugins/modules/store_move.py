@@ -20,7 +20,11 @@ description:
     O(policy) decides. V(copy) stops the running O(stop_units), then the runtime; copies the old store to O(root) with
     rsync after a free-space check and proves the copy whole; switches the configuration; starts the runtime; checks
     that it runs from O(root) (docker's C(DockerRootDir) and driver; containerd's main process holding its metadata
-    database under O(root)) and still lists every image it listed before; then starts O(stop_units) again.
+    database under O(root)) and still lists every image it listed before; then starts O(stop_units) again (each one's
+    systemd start limit reset first; one that does not start fails the module, named).
+  - For containerd, a running C(docker.service) is stopped with O(stop_units) and started again too, whatever
+    O(stop_units) says - dockerd runs its containers through containerd, and left running it exits and is restarted by
+    systemd until its start limit leaves it down.
   - On any failure in that sequence the old configuration is put back (a configuration the run created is removed),
     the runtime is restarted on the old store, which is never modified or deleted, and the module fails saying where
     the runtime runs now and how to go on. A copy of the old configuration stays beside it as

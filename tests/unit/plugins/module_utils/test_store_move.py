@@ -28,6 +28,8 @@ class FakeNode(object):
         self.images = list(images)
         self.calls = []
         self.refuse = None  # a config key whose presence makes the daemon exit at start
+        self.limited = set()  # units at systemd's start limit until reset-failed
+        self.broken = set()  # units that never start
         self._start_daemon()
 
     def _config(self):
@@ -63,9 +65,14 @@ class FakeNode(object):
             if verb == "stop":
                 self.active.discard(unit)
                 return 0, "", ""
+            if verb == "reset-failed":
+                self.limited.discard(unit)
+                return 0, "", ""
             if verb in ("start", "restart"):
                 if unit == service:
                     return (0, "", "") if self._start_daemon() else (1, "", "Job for %s failed." % unit)
+                if unit in self.limited or unit in self.broken:
+                    return 1, "", "Job for %s failed: start request repeated too quickly." % unit
                 self.active.add(unit)
                 return 0, "", ""
             if verb == "show":
@@ -238,3 +245,42 @@ def test_a_runtime_that_does_not_come_back_keeps_the_backup(tmp_path):
     with pytest.raises(sm.MoveError, match="does not run on %s .*holds the old daemon.json" % old):
         sm.move(rt, p, config, new, [], True, None, 5, "r", "pol", rsync=RSYNC)
     assert open(config + sm.BACKUP_SUFFIX).read() == before == open(config).read()
+
+
+@pytest.mark.skipif(RSYNC is None, reason="needs rsync")
+def test_a_running_docker_is_stopped_before_containerd_and_started_after_with_its_start_limit_reset(tmp_path):
+    node, config, old, new, settings = setup(tmp_path, "containerd")
+    node.active.add("docker.service")
+    node.limited.add("docker.service")  # the move's restarts put it at its start limit
+    p = planned("containerd", config, settings, new)
+    sm.move(runtime(node, "containerd"), p, config, new, ["kubelet.service"], True, None, 10, "r", "pol", rsync=RSYNC)
+    verbs = [(c[1], c[-1]) for c in node.calls if c[0] == "systemctl" and c[1] in ("stop", "start", "reset-failed")]
+    assert verbs[:3] == [("stop", "kubelet.service"), ("stop", "docker.service"), ("stop", "containerd.service")]
+    assert verbs[-4:] == [("reset-failed", "kubelet.service"), ("start", "kubelet.service"),
+                          ("reset-failed", "docker.service"), ("start", "docker.service")]
+    assert {"docker.service", "kubelet.service", "containerd.service"} <= node.active
+
+
+@pytest.mark.skipif(RSYNC is None, reason="needs rsync")
+@pytest.mark.parametrize("full", [False, True])
+def test_a_client_that_does_not_start_again_is_named(tmp_path, monkeypatch, full):
+    node, config, old, new, settings = setup(tmp_path, "containerd")
+    node.broken.add("kubelet.service")
+    p = planned("containerd", config, settings, new)
+    if full:
+        class Full(object):
+            f_bavail, f_frsize = 1, 512
+        real = os.statvfs
+        import ansible_collections.kubescale.tuning.plugins.module_utils._dirsync as ds
+        monkeypatch.setattr(ds.os, "statvfs",
+                            lambda path: Full() if path.startswith(str(tmp_path / "ssd")) else real(path))
+    with pytest.raises(sm.MoveError) as exc:
+        sm.move(runtime(node, "containerd"), p, config, new, ["kubelet.service"], True, None, 10, "r", "pol",
+                rsync=RSYNC)
+    msg = str(exc.value)
+    assert "kubelet.service did not start again: kubelet.service (Job for kubelet.service failed" in msg
+    if full:
+        assert "runs again on %s" % old in msg and node.root == old
+    else:
+        assert msg.startswith("r: containerd's store moved from %s to %s and containerd runs there" % (old, new))
+        assert node.root == new
