@@ -28,7 +28,6 @@ import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -51,13 +50,9 @@ SHAPES = [(0.6, (0.5, 2), (1, 8)), (0.3, (3, 6), (8, 32)), (0.1, (10, 16), (40, 
 
 
 def kubectl(*args, stdin=None, check=True, timeout="60s"):
-    bins = os.path.join(controlplane.build_binaries(), "bin")
-    proc = subprocess.run([os.path.join(bins, "kubectl"), "--kubeconfig", controlplane.ADMIN_CONF,
-                           "--request-timeout=" + timeout] + list(args), capture_output=True, text=True,
-                          input=stdin, check=False)
-    if check and proc.returncode != 0:
-        raise SystemExit("kubectl %s: %s" % (" ".join(args[:3]), proc.stderr.strip()[-2000:]))
-    return proc
+    """The lab's kubectl (lab/controlplane.py); with check, a non-zero exit raises LabError with kubectl's stderr."""
+    return controlplane.kubectl(controlplane.build_binaries(), "--request-timeout=" + timeout, *args,
+                                input_data=stdin, check=check)
 
 
 def node_names(total):

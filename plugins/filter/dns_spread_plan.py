@@ -42,7 +42,9 @@ options:
     type: int
     default: 100
   topology_spread:
-    description: None, or C({topology_key, max_skew, when_unsatisfiable}) for a topology spread constraint too.
+    description:
+      - None, or C({topology_key, max_skew, when_unsatisfiable}) for a topology spread constraint too.
+      - With C(enabled) false it adds none, so a role can pass its settings whole.
     type: dict
   replicas:
     description: The replica count to judge by (default the Deployment's).

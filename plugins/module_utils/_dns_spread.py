@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import copy
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("auto", "required", "preferred")
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -104,7 +106,7 @@ def plan(deployment, nodes, mode="auto", weight=100, topology_spread=None, repli
     Returns {rule: required|preferred, replicas, schedulable, selector, patch} where patch is the strategic merge
     patch of the Deployment (spec.template.spec.affinity and topologySpreadConstraints only: both lists are replaced
     whole by a strategic merge, so they carry every other term as it was). `topology_spread`: None, or
-    {topology_key, max_skew, when_unsatisfiable}. `replicas`: the count to judge by (default the Deployment's).
+    {topology_key, max_skew, when_unsatisfiable, enabled (default true)}. `replicas`: the count to judge by (default the Deployment's).
     """
     if mode not in MODES:
         raise SpreadError("mode %r is not one of %s" % (mode, ", ".join(MODES)))
@@ -134,7 +136,7 @@ def plan(deployment, nodes, mode="auto", weight=100, topology_spread=None, repli
     anti[PREFERRED] = preferred or None
     affinity["podAntiAffinity"] = anti
     template_patch = {"affinity": affinity}
-    if topology_spread is not None:
+    if topology_spread is not None and boolean(topology_spread.get("enabled", True), strict=True):
         key = topology_spread.get("topology_key") or "topology.kubernetes.io/zone"
         ours = {"matchLabels": selector}
         constraints = [c for c in pod_spec.get("topologySpreadConstraints") or []

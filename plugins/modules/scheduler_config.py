@@ -339,10 +339,11 @@ def main():
             version = version or version_from_image(container.get("image"))
             current = pod_flags.get("--config")
             if current:
-                resolved = resolve_host_path(current, volumes(pod, container))
+                mounted = volumes(pod, container)
+                resolved = resolve_host_path(current, mounted)
                 if resolved is None:
                     raise PodError("--config=%s is on no hostPath volume the container mounts" % current)
-                own_volume = any(v["name"] == p["volume_name"] for v in volumes(pod, container))
+                own_volume = any(v["name"] == p["volume_name"] for v in mounted)
                 if not own_volume:
                     host_path, container_path = resolved, current
     except PodError as exc:
@@ -439,11 +440,10 @@ def main():
         module.fail_json(msg="writing %s failed: %s; the files written before it were put back" % (path, exc),
                          **result)
     if manifest_changed and p["wait_timeout"] > 0:
-        flags = flag_values(container.get("command") or container.get("args") or [])
         deadline = time.time() + p["wait_timeout"]
         while True:
             fresh = [pid for pid, start in scheduler_processes("--config=" + container_path) if start >= written_at]
-            if fresh and healthz(flags):
+            if fresh and healthz(pod_flags):  # --bind-address and --secure-port: the module leaves both as they were
                 result["restarted"] = True
                 break
             if time.time() > deadline:

@@ -1,7 +1,5 @@
 """The lab's API server from the tests: kubectl with the lab's admin kubeconfig, and waiting for a condition."""
 
-import os
-import subprocess
 import time
 
 import controlplane
@@ -9,10 +7,8 @@ import controlplane
 
 def kubectl(*args, stdin=None, check=True, timeout="30s"):
     """kubectl against the lab's kube-apiserver; with check, a non-zero exit fails the test with kubectl's stderr."""
-    bins = os.path.join(controlplane.build_binaries(), "bin")
-    proc = subprocess.run([os.path.join(bins, "kubectl"), "--kubeconfig", controlplane.ADMIN_CONF,
-                           "--request-timeout=" + timeout] + list(args), capture_output=True, text=True,
-                          input=stdin, check=False)
+    proc = controlplane.kubectl(controlplane.build_binaries(), "--request-timeout=" + timeout, *args,
+                                input_data=stdin, check=False)
     if check and proc.returncode != 0:
         raise AssertionError("kubectl %s: %s" % (" ".join(args), proc.stderr.strip()[-2000:]))
     return proc

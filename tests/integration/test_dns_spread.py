@@ -62,8 +62,10 @@ def reset(replicas, node_selector=None):
     Scaled to 0 first: pods left from a required rule keep new pods off their nodes (the scheduler honours an
     existing pod's anti-affinity too), which slows a rollout onto few nodes to a crawl."""
     kubectl("scale", "deployment", "-n", NS, NAME, "--replicas=0")
-    wait_for("no DNS pod left", lambda: not kubectl("get", "pods", "-n", NS, "-l", "k8s-app=kube-dns", "-o",
-                                                     "name").stdout.strip(), timeout=240, interval=2)
+
+    def no_pod_left():
+        return not kubectl("get", "pods", "-n", NS, "-l", "k8s-app=kube-dns", "-o", "name").stdout.strip()
+    wait_for("no DNS pod left", no_pod_left, timeout=240, interval=2)
     patch = [{"op": "replace", "path": "/spec/replicas", "value": replicas},
              {"op": "add", "path": "/spec/template/spec/schedulerName", "value": "bin-packing"},
              {"op": "replace", "path": "/spec/template/spec/nodeSelector",

@@ -103,6 +103,11 @@ def test_topology_spread_is_added_once_and_others_kept():
     dep["spec"]["template"]["spec"]["topologySpreadConstraints"] = tsc
     assert d.plan(dep, nodes(3), topology_spread=ts)["patch"] == p["patch"]
     assert "topologySpreadConstraints" not in d.plan(dep, nodes(3))["patch"]["spec"]["template"]["spec"]
+    # A role passes its settings whole: enabled false (also as Jinja's string) adds no constraint.
+    for off in (False, "False", "no"):
+        off_plan = d.plan(deployment(3), nodes(3), topology_spread=dict(ts, enabled=off))
+        assert "topologySpreadConstraints" not in off_plan["patch"]["spec"]["template"]["spec"]
+    assert d.plan(dep, nodes(3), topology_spread=dict(ts, enabled="true"))["patch"] == p["patch"]
 
 
 def test_forced_modes_and_a_replica_count_to_judge_by():
