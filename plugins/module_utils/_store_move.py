@@ -181,19 +181,18 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     step = "Stop what uses the store, then %s" % name
 
     def start_clients():
-        """Start again what was stopped (its start limit reset first: the move restarted it within a minute); the
-        units that would not start, each with systemctl's answer."""
+        """Start again what was stopped (its start limit reset first: the move restarted it within a minute). Returns
+        "" when every unit started, else a sentence naming those that did not, each with systemctl's answer."""
         failed = []
         for unit in stopped:
             rt.systemctl("reset-failed", unit)
             rc, out, err = rt.systemctl("start", unit)
             if rc != 0:
-                failed.append("%s (%s)" % (unit, (err or out).strip()))
-        return failed
-
-    def not_started(failed):
-        return " %s did not start again: %s." % (", ".join(f.split(" (")[0] for f in failed), "; ".join(failed)) \
-            if failed else ""
+                failed.append((unit, (err or out).strip()))
+        if not failed:
+            return ""
+        return " %s did not start again: %s." % (", ".join(unit for unit, _answer in failed),
+                                                 "; ".join("%s (%s)" % pair for pair in failed))
     try:
         for unit in stopped + rt.rt["units"]:
             rc, out, err = rt.systemctl("stop", unit)
@@ -228,22 +227,22 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
         try:
             rt.wait_on(p["old_root"], None, timeout)
         except MoveError as again:
-            failed = start_clients()
+            not_started = start_clients()
             raise MoveError(
                 "%s: moving %s's store from %s to %s failed at \"%s\": %s. The old %s is back, but %s does not run "
                 "on %s (%s): see journalctl -u %s; the old store there is untouched and %s holds the old %s.%s"
                 % (root_variable, name, p["old_root"], root, step, cause, rt.rt["config"], name, p["old_root"], again,
-                   rt.rt["service"], backup, rt.rt["config"], not_started(failed))) from exc
-        failed = start_clients()
+                   rt.rt["service"], backup, rt.rt["config"], not_started)) from exc
+        not_started = start_clients()
         remove_file(backup)
         raise MoveError(
             "%s: moving %s's store from %s to %s failed at \"%s\": %s. %s runs again on %s with the %s it had; "
             "nothing there was changed.%s Fix the cause (free space on the SSD?) and run again, or set %s=empty."
             % (root_variable, name, p["old_root"], root, step, cause, name, p["old_root"], rt.rt["config"],
-               not_started(failed), policy_variable)) from exc
-    failed = start_clients()
+               not_started, policy_variable)) from exc
+    not_started = start_clients()
     remove_file(backup)
-    if failed:
+    if not_started:
         raise MoveError("%s: %s's store moved from %s to %s and %s runs there with every image, but%s See journalctl "
-                        "-u for each." % (root_variable, name, p["old_root"], root, name, not_started(failed)))
+                        "-u for each." % (root_variable, name, p["old_root"], root, name, not_started))
     return images
