@@ -12,7 +12,7 @@ export ANSIBLE_FORCE_COLOR := 0
 PYTHON := $(VENV)/bin/python
 LAB := /usr/bin/python3 lab/lab.py
 
-.PHONY: deps image lab lab-down lab-status site test lint sanity unit azure-inventory molecule lab-test bench bake packer-validate
+.PHONY: deps image lab lab-down lab-status site test lint sanity unit azure-inventory molecule lab-test bench bake packer-validate ee ee-test
 
 deps:
 	bash scripts/deps.sh
@@ -55,6 +55,15 @@ packer-validate: deps
 bake: image
 	bash scripts/bake.sh
 
+# The execution environment (execution-environment.yml) built on the lab's base image, then driven by ansible-runner
+# against the lab's CPU workers (tests/integration/test_ee.py).
+ee: deps
+	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
+
+ee-test: lab
+	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
+	KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q --durations=3 tests/integration/test_ee.py
+
 unit: deps
 	pytest -q tests/unit
 
@@ -76,7 +85,7 @@ lab-test: lab
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
 	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py"
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py"
 
 test: deps
 	$(MAKE) lint
@@ -87,6 +96,7 @@ test: deps
 	$(MAKE) lab
 	bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
 	$(MAKE) bake
+	$(MAKE) ee-test
 	@echo "make test: all checks passed"
 
 bench: deps

@@ -226,3 +226,43 @@ def ensure_pause_image():
             f.write('FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause", "sleep", "2147483647"]\n')
         docker("build", "-q", "-t", PAUSE_IMAGE, d)
     log("built %s" % PAUSE_IMAGE)
+
+
+# The execution environment's base image in the lab (scripts/ee.sh): the node base image with pip and venv (which
+# ansible-builder's stages use) and this machine's CA bundle and pip configuration, so that pip inside the build
+# reaches the package index the way this machine does. ansible-builder's default base images are RPM-based and come
+# from a registry, which the lab cannot reach.
+EE_BASE_REPO = "kubescale-lab-ee-base"
+EE_BASE_PACKAGES = ["python3-pip", "python3-venv", "python3-wheel", "openssh-client"]
+HOST_FILES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pip.conf"]
+
+
+def ee_base_image_tag():
+    h = hashlib.sha256(json.dumps([image_tag(), EE_BASE_PACKAGES, "recipe-1"]).encode())
+    for path in HOST_FILES:
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(path.encode() + b"\0" + f.read())
+    return "%s:%s" % (EE_BASE_REPO, h.hexdigest()[:12])
+
+
+def build_ee_base_image(force=False):
+    tag = ee_base_image_tag()
+    if image_exists(tag) and not force:
+        log("execution environment base image %s is cached" % tag)
+        return tag
+    base = build_image()
+    with tempfile.TemporaryDirectory() as d:
+        steps = ["FROM %s" % base]
+        for index, path in enumerate(HOST_FILES):
+            if os.path.exists(path):
+                shutil.copy(path, os.path.join(d, "host-%d" % index))
+                steps.append("COPY host-%d %s" % (index, path))
+        steps.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s"
+                     " && apt-get clean && rm -rf /var/lib/apt/lists/*" % " ".join(EE_BASE_PACKAGES))
+        steps.append('CMD ["/bin/bash"]')
+        with open(os.path.join(d, "Dockerfile"), "w") as f:
+            f.write("\n".join(steps) + "\n")
+        docker("build", "-q", "-t", tag, d)
+    log("built %s" % tag)
+    return tag

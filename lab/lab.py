@@ -4,6 +4,7 @@ Standard library plus the docker CLI.  Commands:
 
   image     build (or reuse) the node base image: debootstrap -> docker import, cached by content
   pause-image  build (or reuse) the lab's pause image on this docker (image_preload's builder in the lab)
+  ee-base-image  build (or reuse) the execution environment's base image (scripts/ee.sh)
   up        start the nodes (idempotent) and write inventories/lab/hosts.yml
   down      remove the nodes, their volumes, their emulated resource disks and loop devices
   status    list the nodes
@@ -25,7 +26,7 @@ import sys
 import controlplane
 from common import LABEL, PREFIX, LabError, docker, log
 from disks import disk_path, loop_for, wipe_disk
-from image import PAUSE_IMAGE, build_image, build_legacy_image, ensure_pause_image
+from image import PAUSE_IMAGE, build_ee_base_image, build_image, build_legacy_image, ensure_pause_image
 from inventory import INVENTORY, write_inventory
 from nodes import (
     ensure_host_limits,
@@ -116,6 +117,10 @@ def cmd_legacy_image(args):
     print(build_legacy_image(force=args.force))
 
 
+def cmd_ee_base_image(args):
+    print(build_ee_base_image(force=args.force))
+
+
 def cmd_redeploy(args):
     cname = PREFIX + args.node
     if cname not in existing_containers():
@@ -136,6 +141,9 @@ def main(argv=None):
     p = sub.add_parser("legacy-image", help="the Debian 11 (Python 3.9) image of the toml_legacy molecule scenario")
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_legacy_image)
+    p = sub.add_parser("ee-base-image", help="the execution environment's base image (scripts/ee.sh)")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=cmd_ee_base_image)
     sub.add_parser("up").set_defaults(func=cmd_up)
     sub.add_parser("pause-image").set_defaults(func=cmd_pause_image)
     sub.add_parser("down").set_defaults(func=cmd_down)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build the execution environment (execution-environment.yml) with ansible-builder:
+#
+#   scripts/ee.sh [--lab] [TAG]       TAG defaults to kubescale-tuning-ee:<galaxy.yml version>
+#
+# The collection goes in as a tarball built from this checkout (ee/collections, which ee/requirements.yml names).
+# Without --lab the definition's own base image (RPM-based, from a registry) and dnf are used. With --lab (`make ee`)
+# the base image is the lab's Debian 12 one (lab/lab.py ee-base-image: no registry is reachable here) and apt-get
+# the package manager, passed as build arguments. The container runtime is docker unless EE_CONTAINER_RUNTIME says.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lab=""
+if [ "${1:-}" = "--lab" ]; then lab=1; shift; fi
+version="$(python3 -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')"
+tag="${1:-kubescale-tuning-ee:$version}"
+
+rm -rf ee/collections
+mkdir -p ee/collections
+out="$(mktemp -d)"
+context="$(mktemp -d)"
+trap 'rm -rf "$out" "$context"' EXIT
+ansible-galaxy collection build --force --output-path "$out" . >/dev/null
+mv "$out/kubescale-tuning-$version.tar.gz" ee/collections/kubescale-tuning.tar.gz
+
+args=()
+if [ -n "$lab" ]; then
+  base="$(/usr/bin/python3 lab/lab.py ee-base-image)"
+  # PKGMGR_PRESERVE_CACHE: the builder's clean step runs `$PKGMGR clean all`, which is dnf's syntax (the lab's base
+  # image keeps no apt lists to clean).
+  args+=(--build-arg "EE_BASE_IMAGE=$base" --build-arg PKGMGR=/usr/bin/apt-get --build-arg PKGMGR_PRESERVE_CACHE=1)
+fi
+ansible-builder build -f execution-environment.yml -c "$context" -t "$tag" \
+  --container-runtime "${EE_CONTAINER_RUNTIME:-docker}" "${args[@]}" >"$out/build.log" 2>&1 \
+  || { tail -60 "$out/build.log"; echo "ee: ansible-builder build failed"; exit 1; }
+echo "ee: built $tag" >&2
+echo "$tag"
