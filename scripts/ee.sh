@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 lab=""
 if [ "${1:-}" = "--lab" ]; then lab=1; shift; fi
-version="$(python3 -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')"
+version="$(sed -n 's/^version: *//p' galaxy.yml)"
 tag="${1:-kubescale-tuning-ee:$version}"
 
 rm -rf ee/collections
