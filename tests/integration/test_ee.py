@@ -8,7 +8,9 @@ the lab's CPU workers with node_cpu.yml from inside it, and a second run must ch
 The collection is not mounted into the container: only the lab's inventory and its SSH key are (read-only, at their
 own paths, so the inventory's relative key path still resolves). The preload archive's builder is a CPU worker
 (image_preload_builder), as a fleet builds it on a build host: the lab's default builder is the controller's own
-docker, which the EE's container has no access to.
+docker, which the EE's container has no access to. So the workers are first converged from the checkout (the
+controller's docker as the builder), which puts the preloaded images in that worker's store: on a lab just created
+the builder would otherwise have nothing to save.
 """
 
 import hashlib
@@ -38,6 +40,16 @@ def image():
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         tag = proc.stdout.split()[-1]
     return tag
+
+
+@pytest.fixture(scope="module")
+def builder_holds_the_images():
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", HOSTS, "playbooks/node_cpu.yml", "-e", json.dumps({"kubescale_serial_kube_node_cpu": ["100%"]})],
+        cwd=REPO, capture_output=True, text=True, check=False,
+        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+                 ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
 def in_image(image, *argv):
@@ -111,7 +123,8 @@ def played_from_the_image(runner):
     return paths
 
 
-def test_runner_converges_the_cpu_workers_from_the_image_and_a_second_run_changes_nothing(image, tmp_path):
+def test_runner_converges_the_cpu_workers_from_the_image_and_a_second_run_changes_nothing(
+        image, tmp_path, builder_holds_the_images):
     workers = cpu_workers()
     first = converge(image, tmp_path, "first")
     assert first.rc == 0, first.stdout.read()[-4000:]

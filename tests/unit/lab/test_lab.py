@@ -163,3 +163,16 @@ def test_the_inventory_is_yaml_with_every_class_children_and_kube_node():
     assert doc["etcd_kubeadm"]["hosts"]["etcd-kubeadm-1"]["ansible_port"] == 22220
     assert doc["kube_node"] == {"children": {"kube_node_cpu": None, "kube_node_gpu": None}}
     assert set(doc) == {c[0] for c in lab_nodes.CLASSES} | {"kube_node"}
+
+
+def test_the_ee_base_image_follows_the_node_image_and_this_machines_ca_bundle(monkeypatch, tmp_path):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("CA one\n")
+    monkeypatch.setattr(image, "HOST_FILES", [str(ca), str(tmp_path / "absent.conf")])
+    first = image.ee_base_image_tag()
+    assert first.startswith(image.EE_BASE_REPO + ":") and first == image.ee_base_image_tag()
+    ca.write_text("CA two\n")
+    second = image.ee_base_image_tag()
+    assert second != first
+    monkeypatch.setattr(image, "image_tag", lambda: "kubescale-lab-base:another")
+    assert image.ee_base_image_tag() not in (first, second)
