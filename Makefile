@@ -60,8 +60,7 @@ bake: image
 ee: deps
 	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
 
-ee-test: lab
-	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
+ee-test: lab ee
 	KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q --durations=3 tests/integration/test_ee.py
 
 unit: deps

@@ -220,12 +220,19 @@ def ensure_pause_image():
         return
     if not os.path.exists("/bin/busybox"):
         sys.exit("lab: /bin/busybox (busybox-static) is needed to build %s" % PAUSE_IMAGE)
+    docker_build(PAUSE_IMAGE, ["FROM scratch", "COPY pause /pause", 'ENTRYPOINT ["/pause", "sleep", "2147483647"]'],
+                 {"pause": "/bin/busybox"})
+
+
+def docker_build(tag, steps, files):
+    """Build `tag` from these Dockerfile lines, its context the controller's `files` ({name in the context: path})."""
     with tempfile.TemporaryDirectory() as d:
-        shutil.copy("/bin/busybox", os.path.join(d, "pause"))
+        for name, path in files.items():
+            shutil.copy(path, os.path.join(d, name))
         with open(os.path.join(d, "Dockerfile"), "w") as f:
-            f.write('FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause", "sleep", "2147483647"]\n')
-        docker("build", "-q", "-t", PAUSE_IMAGE, d)
-    log("built %s" % PAUSE_IMAGE)
+            f.write("\n".join(steps) + "\n")
+        docker("build", "-q", "-t", tag, d)
+    log("built %s" % tag)
 
 
 # The execution environment's base image in the lab (scripts/ee.sh): the node base image with pip and venv (which
@@ -251,18 +258,14 @@ def build_ee_base_image(force=False):
     if image_exists(tag) and not force:
         log("execution environment base image %s is cached" % tag)
         return tag
-    base = build_image()
-    with tempfile.TemporaryDirectory() as d:
-        steps = ["FROM %s" % base]
-        for index, path in enumerate(HOST_FILES):
-            if os.path.exists(path):
-                shutil.copy(path, os.path.join(d, "host-%d" % index))
-                steps.append("COPY host-%d %s" % (index, path))
-        steps.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s"
-                     " && apt-get clean && rm -rf /var/lib/apt/lists/*" % " ".join(EE_BASE_PACKAGES))
-        steps.append('CMD ["/bin/bash"]')
-        with open(os.path.join(d, "Dockerfile"), "w") as f:
-            f.write("\n".join(steps) + "\n")
-        docker("build", "-q", "-t", tag, d)
-    log("built %s" % tag)
+    steps = ["FROM %s" % build_image()]
+    files = {}
+    for index, path in enumerate(HOST_FILES):
+        if os.path.exists(path):
+            files["host-%d" % index] = path
+            steps.append("COPY host-%d %s" % (index, path))
+    steps.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s"
+                 " && apt-get clean && rm -rf /var/lib/apt/lists/*" % " ".join(EE_BASE_PACKAGES))
+    steps.append('CMD ["/bin/bash"]')
+    docker_build(tag, steps, files)
     return tag

@@ -21,12 +21,13 @@ import subprocess
 import ansible_runner
 import pytest
 import yaml
+from audit_lab import ENV, HOSTS, REPO, lab_hosts
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORIES = os.path.join(REPO, "inventories")
-HOSTS = os.path.join(INVENTORIES, "lab", "hosts.yml")
 STATE = os.path.join(REPO, "lab", ".state")
-COLLECTION = "/usr/share/ansible/collections/ansible_collections/kubescale/tuning"
+# Where ansible-builder installs the Galaxy requirements, this collection among them.
+EE_COLLECTIONS = "/usr/share/ansible/collections"
+COLLECTION = EE_COLLECTIONS + "/ansible_collections/kubescale/tuning"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
 
@@ -46,9 +47,7 @@ def image():
 def builder_holds_the_images():
     proc = subprocess.run(
         ["ansible-playbook", "-i", HOSTS, "playbooks/node_cpu.yml", "-e", json.dumps({"kubescale_serial_kube_node_cpu": ["100%"]})],
-        cwd=REPO, capture_output=True, text=True, check=False,
-        env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-                 ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections")))
+        cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
@@ -57,18 +56,14 @@ def in_image(image, *argv):
                           text=True, check=False)
 
 
-def cpu_workers():
-    return sorted(yaml.safe_load(open(HOSTS))["all"]["children"]["kube_node_cpu"]["hosts"])
-
-
 def test_the_image_holds_this_checkout_and_the_controller_dependencies(image):
     proc = in_image(image, "ansible-galaxy", "collection", "list", "kubescale.tuning", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(proc.stdout)
-    assert list(listed) == ["/usr/share/ansible/collections/ansible_collections"], listed
+    assert list(listed) == [EE_COLLECTIONS + "/ansible_collections"], listed
     with open(os.path.join(REPO, "galaxy.yml")) as f:
         version = yaml.safe_load(f)["version"]
-    assert listed["/usr/share/ansible/collections/ansible_collections"]["kubescale.tuning"]["version"] == version
+    assert listed[EE_COLLECTIONS + "/ansible_collections"]["kubescale.tuning"]["version"] == version
 
     files = json.loads(in_image(image, "cat", COLLECTION + "/FILES.json").stdout)["files"]
     checked = 0
@@ -99,7 +94,8 @@ def converge(image, tmp_path, name):
     (pdd / "project").mkdir(parents=True)
     (pdd / "project" / "node_cpu.yml").write_text(
         "---\n- name: The CPU workers\n  ansible.builtin.import_playbook: kubescale.tuning.node_cpu\n")
-    # The lab's ansible.cfg (ssh and pipelining settings) minus its checkout's collections path: the EE's own.
+    # The lab's ansible.cfg (ssh and pipelining settings); ANSIBLE_COLLECTIONS_PATH below replaces its collections path
+    # (the checkout's) with the EE's own.
     with open(os.path.join(REPO, "ansible.cfg")) as f:
         (pdd / "project" / "ansible.cfg").write_text(f.read())
     os.symlink(os.path.join(INVENTORIES, "lab"), pdd / "inventory")
@@ -108,8 +104,8 @@ def converge(image, tmp_path, name):
         process_isolation=True, process_isolation_executable="docker", container_image=image,
         container_options=["--network=host"],
         container_volume_mounts=["%s:%s:ro" % (INVENTORIES, INVENTORIES), "%s:%s:ro" % (STATE, STATE)],
-        envvars={"ANSIBLE_COLLECTIONS_PATH": "/usr/share/ansible/collections"},
-        extravars={"kubescale_serial_kube_node_cpu": ["100%"], "image_preload_builder": cpu_workers()[0],
+        envvars={"ANSIBLE_COLLECTIONS_PATH": EE_COLLECTIONS},
+        extravars={"kubescale_serial_kube_node_cpu": ["100%"], "image_preload_builder": lab_hosts(("kube_node_cpu",))[0],
                    "image_preload_cache_dir": "/tmp/kubescale-images"})
 
 
@@ -125,7 +121,7 @@ def played_from_the_image(runner):
 
 def test_runner_converges_the_cpu_workers_from_the_image_and_a_second_run_changes_nothing(
         image, tmp_path, builder_holds_the_images):
-    workers = cpu_workers()
+    workers = lab_hosts(("kube_node_cpu",))
     first = converge(image, tmp_path, "first")
     assert first.rc == 0, first.stdout.read()[-4000:]
     assert set(first.stats["ok"]) == set(workers), first.stats
