@@ -8,47 +8,30 @@ Each rule is what one ansible.builtin.assert task was - its conditions are evalu
 its message is templated only when the rule fails - so a role pays one task per host for all its rules, not one
 per rule. Rules run in order and the first that does not hold fails the task with its own message, as the first
 failing assert task did: a later rule may rely on an earlier one (a variable checked to be a list, then used as one).
+A rule with `warn: true` that does not hold only warns. The evaluation is plugin_utils/_rules.py's, shared with the
+actions of the modules that take the same `rules`.
 """
 
 from __future__ import annotations
 
-import typing as t
-
-from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._rules import RulesAction, check_shape
 
 
-class ActionModule(ActionBase):
-    """Evaluate every rule; fail with the messages of those that do not hold."""
+class ActionModule(RulesAction):
+    """Evaluate every rule; fail with the message of the first that does not hold."""
 
     _requires_connection = False
     TRANSFERS_FILES = False
-
-    @classmethod
-    def finalize_task_arg(cls, name: str, value: t.Any, templar: t.Any, context: t.Any) -> t.Any:
-        if name == "rules":
-            # Conditions and messages stay untemplated here: a condition is evaluated like assert's `that`, and a
-            # message is templated only for a rule that fails (it may name values that exist only then).
-            return value
-        return super().finalize_task_arg(name, value, templar, context)
+    RULES = "rules"
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        rules = self._task.args.get("rules")
-        if not isinstance(rules, list) or not rules:
-            raise AnsibleActionFail("rules: give a list of {that, msg} rules")
-        for i, rule in enumerate(rules):
-            if not isinstance(rule, dict) or "that" not in rule or "msg" not in rule:
-                raise AnsibleActionFail("rules[%d]: each rule needs `that` (a condition or a list of them) and `msg`" % i)
+        check_shape(self._task.args.get("rules"), "rules")
         result["changed"] = False
-        for i, rule in enumerate(rules):
-            that = rule["that"] if isinstance(rule["that"], list) else [rule["that"]]
-            for condition in that:
-                if not self._templar.evaluate_conditional(conditional=condition):
-                    result.update(failed=True, rule=i, assertion=condition, checked=i + 1,
-                                  msg=str(self._templar.template(rule["msg"])).strip())
-                    return result
+        if not self.check_rules(result):
+            return result
+        rules = self._task.args["rules"]
         result["checked"] = len(rules)
         result["msg"] = "all %d rules hold" % len(rules)
         return result

@@ -11,6 +11,9 @@ their text. So a re-converge of unchanged nodes sends hashes, not the scripts an
 kilobytes per node per run, at 2,500 nodes a few hundred megabytes through one controller), and pays no second run;
 a node that needs a file pays one more module run. Check and diff mode behave as the module's: the second run is
 the module's own check (or diff) of the full content.
+
+`checks` (rules as check_vars evaluates them, plugin_utils/_rules.py) are checked here first, on the controller: a role whose
+first change is this call checks its variables in the same task.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._rules import RulesAction
 
 MODULE = "kubescale.tuning.node_state"
 # A forked worker runs one task on one host; the cache spares re-reading and re-hashing a src within a worker.
@@ -42,15 +46,17 @@ def read_src(path):
     return _CACHE[key]
 
 
-class ActionModule(ActionBase):
-    """Send controller files by hash; send the text of only those the node lacks."""
+class ActionModule(RulesAction):
+    """Check the rules; send controller files by hash; send the text of only those the node lacks."""
 
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        args = dict(self._task.args)
+        if not self.check_rules(result):
+            return result
+        args = self.module_args()
         files = args.get("files") or []
         if not isinstance(files, list):
             raise AnsibleActionFail("files: give a list of {path, content or src} entries")
@@ -87,5 +93,4 @@ class ActionModule(ActionBase):
                 out.update(failed=True, msg="files %s changed on the node between two runs of the module; run again"
                            % ", ".join(str(sent[i]["path"]) for i in out.pop("content_needed")))
         out["content_sent"] = [str(files[i]["path"]) for i in needed]
-        result.update(out)
-        return result
+        return self.merge(result, out)

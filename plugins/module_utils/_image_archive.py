@@ -704,3 +704,10 @@ def pause_conflicts(sources, pause_image):
         if not same:
             found.append("%s names %s" % (path, image))
     return found
+
+
+def conflict_message(variable, image, conflicts):
+    """The failure naming the variable, what the node's files name, and the two ways to agree."""
+    return ("%s (%s) is not the pause image this node uses: %s. Set %s to it, or make the kubelet's "
+            "--pod-infra-container-image and the runtime's sandbox image name %s."
+            % (variable, image, "; ".join(conflicts), variable, image))

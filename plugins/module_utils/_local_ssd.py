@@ -294,6 +294,16 @@ def validate_config(cfg):
                            "'etcd' or 'docker'" % (i, d.get("path") if isinstance(d, dict) else d))
 
 
+def xfs_ftype_problem(runner, mount):
+    """Why the xfs filesystem at mount cannot carry overlay2 (no ftype=1, so no d_type), or "" when it can."""
+    rc, out, err = runner(["xfs_info", mount])
+    if rc != 0:
+        return "xfs_info %s failed (rc %d): %s" % (mount, rc, (err or out).strip())
+    if not re.search(r"\bftype=1\b", out):
+        return "the xfs filesystem at %s has no ftype=1, so overlay2 cannot use it (no d_type)" % mount
+    return ""
+
+
 # ---------------------------------------------------------------------- boot
 
 def mkfs_argv(fstype, label, dev):

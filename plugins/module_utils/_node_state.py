@@ -405,3 +405,17 @@ class NodeState(object):
         self.fact()
         return dict(changed=bool(self.changed_paths or self.actions), changed_paths=self.changed_paths,
                     actions=self.actions)
+
+
+def apply_or_fail(module, spec):
+    """Apply a validated spec with the module's check and diff mode, as the module's result; fail_json naming what
+    changed before an error."""
+    state = NodeState(spec, Systemd(module.run_command), check_mode=module.check_mode, want_diff=module._diff)
+    try:
+        result = state.apply()
+    except NodeStateError as exc:
+        module.fail_json(msg=str(exc), changed=bool(state.changed_paths or state.actions),
+                         changed_paths=state.changed_paths, actions=state.actions)
+    if module._diff and state.diffs:
+        result["diff"] = state.diffs
+    return result

@@ -18,7 +18,8 @@ description:
     task was - its O(rules[].that) conditions are evaluated as C(assert) evaluates them, in order - and its
     O(rules[].msg) is templated only when the rule fails, so a message may name values that exist only then.
   - Rules run in order; the first that does not hold fails the task with its message, as the first failing C(assert)
-    task did, so a later rule may rely on an earlier one (a variable checked to be a list, then used as one).
+    task did, so a later rule may rely on an earlier one (a variable checked to be a list, then used as one). A rule
+    with O(rules[].warn=true) that does not hold only warns.
   - Types, choices and defaults belong in the role's C(meta/argument_specs.yml); these rules are what a spec cannot
     say (formats, ranges, rules across variables). One task per host for all of a role's rules, where one
     C(assert) per rule cost the controller a task per rule per host.
@@ -39,6 +40,13 @@ options:
         description: What to say when the rule does not hold; name the variable and what is allowed.
         type: str
         required: true
+      warn:
+        description:
+          - When the rule does not hold, warn with O(rules[].msg) and go on, instead of failing - a note to the
+            operator (which default applies, what this node lacks) at no task of its own. A warning shown by many
+            hosts alike is printed once.
+        type: bool
+        default: false
 extends_documentation_fragment:
   - kubescale.tuning.attributes
 attributes:

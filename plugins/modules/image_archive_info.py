@@ -37,9 +37,22 @@ options:
     type: list
     elements: path
     default: []
+  fail_on_conflict:
+    description: Fail when a source names another pause image than O(pause_image), instead of only returning it.
+    type: bool
+    default: false
+  pause_variable:
+    description: The variable O(pause_image) came from, named in the failure message of O(fail_on_conflict).
+    type: str
+    default: pause_image
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
   - kubescale.tuning.attributes.info
+attributes:
+  action:
+    support: full
+    description: An action plugin evaluates O(checks) on the controller first.
 """
 
 EXAMPLES = r"""
@@ -50,6 +63,8 @@ EXAMPLES = r"""
     pause_sources:
       - /var/lib/kubelet/kubeadm-flags.env
       - /etc/default/kubelet
+    fail_on_conflict: true
+    pause_variable: image_preload_pause_image
   register: node_archive
 """
 
@@ -70,8 +85,10 @@ pause_conflicts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import (
     ArchiveError,
+    conflict_message,
     normalize_ref,
     pause_conflicts,
     read_sidecar,
@@ -84,6 +101,9 @@ def main():
             path=dict(type="path", required=True),
             pause_image=dict(type="str"),
             pause_sources=dict(type="list", elements="path", default=[]),
+            fail_on_conflict=dict(type="bool", default=False),
+            pause_variable=dict(type="str", default="pause_image"),
+            checks=CHECKS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -109,6 +129,9 @@ def main():
             conflicts = pause_conflicts(sources, p["pause_image"])
     except ArchiveError as exc:
         module.fail_json(msg=str(exc))
+    if conflicts and p["fail_on_conflict"]:
+        module.fail_json(msg=conflict_message(p["pause_variable"], p["pause_image"], conflicts),
+                         sidecar=sidecar, pause_conflicts=conflicts)
     module.exit_json(changed=False, sidecar=sidecar, pause_conflicts=conflicts)
 
 

@@ -22,6 +22,8 @@ description:
   - Decides, the way cloud-init does for Azure, whether formatting is safe - the device is blank, NTFS holding
     nothing but C(DATALOSS_WARNING_README.txt), or already carries our label - and fails naming the device
     and what it found otherwise, unless O(force_format=true).
+  - An SSD already mounted with O(fstype=xfs) needs C(ftype=1) (C(xfs_info)), which overlay2 needs for d_type;
+    one without fails here, before anything changes, unless it is ours and O(force_format=true) (then C(format)).
   - Changes nothing. Returns the fact C(kubescale_local_ssd) with the C(action) converge must take.
   - The boot unit installed by the C(kubescale.tuning.local_ssd) role runs the same code at every boot.
 author:
@@ -50,7 +52,11 @@ options:
     default: false
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
 attributes:
+  action:
+    support: full
+    description: An action plugin evaluates O(checks) on the controller first.
   check_mode:
     support: full
     details: Reads only.
@@ -96,6 +102,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import (
     AGENT_MOUNTS,
     Disks,
@@ -104,6 +111,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import
     choose_device,
     validate_config,
     verdict,
+    xfs_ftype_problem,
 )
 
 
@@ -115,6 +123,7 @@ def main():
             label=dict(type="str", default="kubescale"),
             mount=dict(type="path", default="/mnt/local-ssd"),
             force_format=dict(type="bool", default=False),
+            checks=CHECKS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -135,6 +144,13 @@ def main():
             facts["mount"] = p["mount"]
             if facts["verdict"] == "ours":
                 facts.update(action="none", detail="%s, mounted at %s" % (facts["detail"], p["mount"]))
+                problem = xfs_ftype_problem(runner, p["mount"]) if p["fstype"] == "xfs" else ""
+                if problem and not p["force_format"]:
+                    module.fail_json(msg="local_ssd_fstype: %s; set local_ssd_force_format=true to reformat it "
+                                         "(drops its data)" % problem, kubescale_local_ssd=facts)
+                if problem:
+                    module.warn("local_ssd_force_format: reformatting %s: %s" % (dev, problem))
+                    facts.update(action="format", detail=problem)
             elif not p["force_format"]:
                 module.fail_json(msg="local_ssd_fstype/local_ssd_label: %s is mounted at %s but holds %s; set "
                                      "local_ssd_force_format=true to unmount and reformat it (drops its data)"
@@ -147,6 +163,10 @@ def main():
             agent = [m for m in mounted if m in AGENT_MOUNTS][0]
             facts.update(verdict="agent-mounted", detail="mounted by the Azure agent at %s: reused" % agent,
                          mount=agent, action="none", found=None, found_label=None)
+            problem = xfs_ftype_problem(runner, agent) if p["fstype"] == "xfs" else ""
+            if problem:
+                module.fail_json(msg="local_ssd_fstype: %s, which the Azure agent mounted; set local_ssd_fstype to "
+                                     "what it holds or unmount it" % problem, kubescale_local_ssd=facts)
         else:
             facts.update(verdict(disks, dev, p["label"], p["fstype"]))
             facts["mount"] = p["mount"]

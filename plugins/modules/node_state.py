@@ -185,11 +185,14 @@ options:
         default: []
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
   - kubescale.tuning.fact
 attributes:
   action:
     support: full
-    description: An action plugin reads O(files[].src) on the controller and sends a file's text only when the node needs it.
+    description: >-
+      An action plugin evaluates O(checks) on the controller first, reads O(files[].src) there, and sends a file's
+      text only when the node needs it.
   check_mode:
     support: full
     details: Makes the same comparisons and asks systemd the same questions; writes nothing and reports the same changes.
@@ -271,11 +274,11 @@ content_needed:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
     FACT_ARGUMENT_SPEC,
-    NodeState,
     NodeStateError,
-    Systemd,
+    apply_or_fail,
     content_needed,
     validate,
 )
@@ -308,6 +311,7 @@ def main():
                 state=dict(type="str", choices=["started"]),
                 restart_on=dict(type="list", elements="path", default=[]))),
             fact=FACT_ARGUMENT_SPEC,
+            checks=CHECKS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -318,16 +322,7 @@ def main():
     needed = content_needed(spec)
     if needed:
         module.exit_json(changed=False, content_needed=needed, changed_paths=[], actions=[])
-    state = NodeState(spec, Systemd(module.run_command), check_mode=module.check_mode,
-                      want_diff=module._diff)
-    try:
-        result = state.apply()
-    except NodeStateError as exc:
-        module.fail_json(msg=str(exc), changed=bool(state.changed_paths or state.actions),
-                         changed_paths=state.changed_paths, actions=state.actions)
-    if module._diff and state.diffs:
-        result["diff"] = state.diffs
-    module.exit_json(**result)
+    module.exit_json(**apply_or_fail(module, spec))
 
 
 if __name__ == "__main__":

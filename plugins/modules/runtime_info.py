@@ -67,13 +67,19 @@ options:
       - Also judge whether overlay2 can work at the store (docker) - the kernel's C(/proc/filesystems), the
         filesystem C(findmnt) finds at the store or its nearest existing parent, and its d_type support (C(xfs_info)'s
         C(ftype), ext4's C(filetype) feature through C(dumpe2fs -h)).
-      - Returned as RV(overlay); a filesystem that cannot carry overlay2 is RV(overlay.problem), not a failure, so the
-        role fails with its own message before anything changes.
+      - Returned as RV(overlay). A filesystem that cannot carry overlay2 fails the task, the message naming
+        O(root_variable), before anything changes. A kernel without overlay is only RV(overlay.kernel), since the
+        role can still load the module.
     type: bool
     default: false
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
   - kubescale.tuning.attributes.info
+attributes:
+  action:
+    support: full
+    description: An action plugin evaluates O(checks) on the controller first.
 """
 
 EXAMPLES = r"""
@@ -129,7 +135,7 @@ overlay:
       description: Whether the store's directory exists.
       type: bool
     problem:
-      description: Why overlay2 cannot work there; empty when it can (or, in check mode, when the store is not there yet).
+      description: Why overlay2 cannot work there, the task failing with it; so empty in a result that succeeded.
       type: str
 """
 
@@ -139,6 +145,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import ConfError
 from ansible_collections.kubescale.tuning.plugins.module_utils._runtime_info import (
     InfoError,
@@ -189,6 +196,7 @@ def main():
             root_variable=dict(type="str", default="root"),
             version_variable=dict(type="str", default="version"),
             overlay_check=dict(type="bool", default=False),
+            checks=CHECKS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -210,6 +218,8 @@ def main():
                           pull_progress_timeout=has_pull_progress_timeout(version))
         if p["overlay_check"]:
             result["overlay"] = overlay(module, result["root"])
+            if result["overlay"]["problem"]:
+                module.fail_json(msg="%s: %s" % (p["root_variable"], result["overlay"]["problem"]), **result)
     except (InfoError, ConfError) as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:

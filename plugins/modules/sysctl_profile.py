@@ -87,8 +87,12 @@ options:
     default: present
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
   - kubescale.tuning.fact
 attributes:
+  action:
+    support: full
+    description: An action plugin evaluates O(checks) on the controller first.
   check_mode:
     support: full
     details: Predicts the real run exactly, live order included.
@@ -202,6 +206,7 @@ persist_only:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
     FACT_ARGUMENT_SPEC,
     NodeState,
@@ -229,6 +234,7 @@ def main():
         )),
         state=dict(type="str", default="present", choices=["present", "absent", "observed"]),
         fact=FACT_ARGUMENT_SPEC,
+        checks=CHECKS_ARGUMENT_SPEC,
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     p = module.params

@@ -269,3 +269,18 @@ def test_sidecar_url_refuses_what_is_not_an_archive_url(url, message):
     with pytest.raises(ValueError) as err:
         ia.sidecar_url(url)
     assert message in str(err.value)
+
+
+def test_pause_conflict_message_names_the_variable_the_file_and_the_image():
+    sources = {
+        "/etc/default/kubelet": 'KUBELET_EXTRA_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.8"\n',
+        "/var/lib/kubelet/kubeadm-flags.env": 'KUBELET_KUBEADM_ARGS="--pod-infra-container-image=pause:3.9"\n',
+        "/etc/missing": None,
+    }
+    conflicts = ia.pause_conflicts(sources, "registry.k8s.io/pause:3.9")
+    assert conflicts == ["/etc/default/kubelet names registry.k8s.io/pause:3.8",
+                         "/var/lib/kubelet/kubeadm-flags.env names pause:3.9"]
+    msg = ia.conflict_message("image_preload_pause_image", "registry.k8s.io/pause:3.9", conflicts)
+    assert msg.startswith("image_preload_pause_image (registry.k8s.io/pause:3.9) is not the pause image this node uses: "
+                          "/etc/default/kubelet names registry.k8s.io/pause:3.8; /var/lib/kubelet/kubeadm-flags.env")
+    assert "Set image_preload_pause_image to it" in msg

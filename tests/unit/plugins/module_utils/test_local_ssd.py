@@ -268,3 +268,29 @@ def test_boot_mounts_our_disk_without_formatting(azure, tmp_path):
     L.boot(cfg, L.Disks(azure, runner), lambda msg: None, wait_seconds=0)
     assert [c[0] for c in runner.calls] == ["blkid", "mount"]
     assert not os.path.exists(cfg["marker"])
+
+
+XFS_INFO = """meta-data=/dev/sdb1              isize=512    agcount=4, agsize=1966080 blks
+         =                       sectsz=4096  attr=2, projid32bit=1
+         =                       crc=1        finobt=1, sparse=1, rmapbt=0
+data     =                       bsize=4096   blocks=7864320, imaxpct=25
+naming   =version 2              bsize=4096   ascii-ci=0, ftype=%d
+log      =internal log           bsize=4096   blocks=3840, version=2
+realtime =none                   extsz=4096   blocks=0, rtextents=0
+"""
+
+
+def test_xfs_ftype_1_has_no_problem_and_asks_xfs_info_at_the_mount():
+    runner = FakeRunner({("xfs_info", "/mnt/local-ssd"): (0, XFS_INFO % 1, "")})
+    assert L.xfs_ftype_problem(runner, "/mnt/local-ssd") == ""
+    assert runner.calls == [["xfs_info", "/mnt/local-ssd"]]
+
+
+@pytest.mark.parametrize("answer, message", [
+    ((0, XFS_INFO % 0, ""), "the xfs filesystem at /mnt/local-ssd has no ftype=1, so overlay2 cannot use it (no d_type)"),
+    ((1, "", "/mnt/local-ssd: is not a mounted XFS filesystem\n"),
+     "xfs_info /mnt/local-ssd failed (rc 1): /mnt/local-ssd: is not a mounted XFS filesystem"),
+])
+def test_xfs_without_ftype_or_unreadable_is_a_problem(answer, message):
+    runner = FakeRunner({("xfs_info", "/mnt/local-ssd"): answer})
+    assert L.xfs_ftype_problem(runner, "/mnt/local-ssd") == message
