@@ -14,7 +14,7 @@ actions of the modules that take the same `rules`.
 
 from __future__ import annotations
 
-from ansible_collections.kubescale.tuning.plugins.plugin_utils._rules import RulesAction, check_shape
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._rules import RulesAction
 
 
 class ActionModule(RulesAction):
@@ -27,9 +27,8 @@ class ActionModule(RulesAction):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        check_shape(self._task.args.get("rules"), "rules")
         result["changed"] = False
-        if not self.check_rules(result):
+        if not self.check_rules(result, required=True):
             return result
         rules = self._task.args["rules"]
         result["checked"] = len(rules)

@@ -59,10 +59,11 @@ class RulesAction(ActionBase):
             return value
         return super().finalize_task_arg(name, value, templar, context)
 
-    def check_rules(self, result):
-        """Evaluate the task's rules (when it has any) into result; True when the task may go on."""
+    def check_rules(self, result, required=False):
+        """Evaluate the task's rules into result (none given: nothing to check, unless required); True when the
+        task may go on."""
         rules = self._task.args.get(self.RULES)
-        if rules is None:
+        if rules is None and not required:
             return True
         check_shape(rules, self.RULES)
         failure, warnings = evaluate(self._templar, rules)
