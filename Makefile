@@ -38,6 +38,7 @@ lint: deps
 	yamllint -s .
 	ruff check .
 	python3 scripts/role_docs.py --check
+	python3 scripts/node_state_doc.py --check
 	antsibull-changelog lint
 	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	antsibull-changelog generate --output $(CURDIR)/.changelog-check.md --output-format md

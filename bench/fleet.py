@@ -44,6 +44,8 @@ PLAYBOOKS = {"kube_node_cpu": "node_cpu.yml", "kube_node_gpu": "node_gpu.yml", "
 LOCAL = {"set_fact", "assert", "include_tasks", "include_role", "import_tasks", "import_role", "debug", "fail",
          "meta", "include_vars", "validate_argument_spec", "add_host", "group_by", "set_stats", "pause"}
 CONTROLLER_ACTIONS = {"kubescale.tuning.check_vars"}
+# Classes whose nodes are members of one cluster: never more than the lab's own count (lab/nodes.py's defaults).
+MEMBERS = {"etcd": 3, "etcd_events": 3, "kube_control_plane": 1}
 # One serial batch: the rollout batches are a deployment choice, not a cost of the tunings.
 ONE_BATCH = '{"kubescale_serial_%s": ["100%%"]}'
 
@@ -202,6 +204,12 @@ def main():
         room = class_table()[g][4]
         if max(sizes + first) > room:
             raise SystemExit("--sizes: the lab has room for %d %s nodes" % (room, g))
+        # A cluster's members (etcd, the Events etcd, the control plane) are measured on the members the lab has: a
+        # new member is not a node to converge but a cluster to grow.
+        members = MEMBERS.get(g)
+        if members is not None and max(sizes + first) > members:
+            raise SystemExit("--sizes: %s is a cluster of %d lab members; measure N <= %d (the per-node cost is the "
+                             "slope between sizes)" % (g, members, members))
     counts = lab_counts(dict((g, max(sizes + first)) for g in groups))
     lab_up(counts)
     trees = [("current", REPO)]

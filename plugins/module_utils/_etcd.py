@@ -241,25 +241,30 @@ def survey(ctl, name, endpoints=None, peer_urls=()):
 
 
 # NOSPACE is raised when a write would take the database to the quota, so a database just under it is still full:
-# disarmed only with this share of the quota free (the next writes would raise it again at once otherwise).
+# disarmed only with this share of the quota free, and never less than NOSPACE_HEADROOM_BYTES - a few of the largest
+# writes etcd takes (its --max-request-bytes is 1.5 MiB by default): a small quota's 5 % is less than one such write,
+# and the next one would raise the alarm again at once.
 NOSPACE_HEADROOM = 0.05
+NOSPACE_HEADROOM_BYTES = 8 * 1024 * 1024
 
 
 def nospace_verdict(alarms, db_size, quota):
     """Whether raised alarms may be disarmed so writes go on: (disarm, reason).
 
-    Only NOSPACE, and only once the largest member database leaves NOSPACE_HEADROOM of `quota` free (the quota was
-    raised, or the database compacted and defragmented): disarming earlier would be raised again by the next writes.
-    Any other alarm (CORRUPT) is left for a person.
+    Only NOSPACE, and only once the largest member database leaves NOSPACE_HEADROOM of `quota` free, and at least
+    NOSPACE_HEADROOM_BYTES (the quota was raised, or the database compacted and defragmented): disarming earlier would
+    be raised again by the next writes. Any other alarm (CORRUPT) is left for a person.
     """
     kinds = sorted(set(a["alarm"] for a in alarms))
     if not kinds:
         return False, "no alarm raised"
     if kinds != ["NOSPACE"]:
         return False, "alarms %s raised: only NOSPACE is disarmed here; the others need a person" % ", ".join(kinds)
-    if db_size > quota * (1 - NOSPACE_HEADROOM):
-        return False, ("NOSPACE stays: the database (%d bytes) leaves less than %d%% of the quota (%d bytes) free; raise "
-                       "the quota, or compact and defragment, first" % (db_size, NOSPACE_HEADROOM * 100, quota))
+    headroom = max(quota * NOSPACE_HEADROOM, NOSPACE_HEADROOM_BYTES)
+    if db_size > quota - headroom:
+        return False, ("NOSPACE stays: the database (%d bytes) leaves less than %d bytes (%d%% of the quota, at least "
+                       "%d MiB) of the quota (%d bytes) free; raise the quota, or compact and defragment, first"
+                       % (db_size, headroom, NOSPACE_HEADROOM * 100, NOSPACE_HEADROOM_BYTES >> 20, quota))
     return True, "NOSPACE disarmed: the database (%d bytes) is well below the quota (%d bytes)" % (db_size, quota)
 
 

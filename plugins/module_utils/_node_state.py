@@ -43,6 +43,35 @@ SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 FACT_ARGUMENT_SPEC = dict(type="dict", options=dict(
     name=dict(type="str", required=True), data=dict(type="dict", required=True),
     directory=dict(type="path", default="/etc/ansible/facts.d")))
+# node_state's options: the node_state module's own, and the nested `node_state` option (NODE_STATE_ARGUMENT_SPEC) of
+# the modules that finish a tuning in their own call (doc fragment kubescale.tuning.node_state, and its NESTED).
+NODE_STATE_OPTIONS = dict(
+    directories=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="str", required=True), root=dict(type="path"), mode=dict(type="str", default="0755"),
+        owner=dict(type="str", default="root"), group=dict(type="str", default="root"))),
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True), content=dict(type="str", no_log=False),
+        src=dict(type="path"), sha256=dict(type="str"),
+        mode=dict(type="str", default="0644"), owner=dict(type="str", default="root"),
+        group=dict(type="str", default="root"))),
+    dropins=dict(type="list", elements="dict", default=[], options=dict(
+        units=dict(type="list", elements="str", required=True), name=dict(type="str", required=True),
+        content=dict(type="str", required=True))),
+    unit_dir=dict(type="path", default="/etc/systemd/system"),
+    merges=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True),
+        format=dict(type="str", required=True, choices=["json", "yaml", "toml", "env"]),
+        settings=dict(type="dict", required=True), create=dict(type="bool", default=True),
+        mode=dict(type="str", default="0644"))),
+    links=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True), target=dict(type="path", required=True))),
+    units=dict(type="list", elements="dict", default=[], options=dict(
+        name=dict(type="str", required=True), enabled=dict(type="bool"),
+        state=dict(type="str", choices=["started"]),
+        restart_on=dict(type="list", elements="path", default=[]))),
+    fact=FACT_ARGUMENT_SPEC,
+)
+NODE_STATE_ARGUMENT_SPEC = dict(type="dict", options=NODE_STATE_OPTIONS)
 SYSTEMD_DIRS = ("/etc/systemd/system/", "/run/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/")
 
 
@@ -212,9 +241,9 @@ class Systemd(object):
 class NodeState(object):
     """Apply (or in check mode, predict) a validated spec; collects changed paths, actions and diffs."""
 
-    def __init__(self, spec, systemd, check_mode=False, want_diff=False, unit_dirs=SYSTEMD_DIRS):
+    def __init__(self, spec, systemd, check_mode=False, want_diff=False, unit_dirs=None):
         self.spec = spec
-        self.unit_dirs = tuple(unit_dirs)
+        self.unit_dirs = tuple(unit_dirs or SYSTEMD_DIRS)
         self.systemd = systemd
         self.check = check_mode
         self.want_diff = want_diff
@@ -407,15 +436,60 @@ class NodeState(object):
                     actions=self.actions)
 
 
-def apply_or_fail(module, spec):
+def apply_or_fail(module, spec, prefix="", base=None):
     """Apply a validated spec with the module's check and diff mode, as the module's result; fail_json naming what
-    changed before an error."""
+    changed before an error (its message after `prefix`, with the keys of `base`, a result so far)."""
     state = NodeState(spec, Systemd(module.run_command), check_mode=module.check_mode, want_diff=module._diff)
     try:
         result = state.apply()
     except NodeStateError as exc:
-        module.fail_json(msg=str(exc), changed=bool(state.changed_paths or state.actions),
-                         changed_paths=state.changed_paths, actions=state.actions)
+        failed = dict(base or {})
+        failed.update(msg=prefix + str(exc), changed=bool(state.changed_paths or state.actions or failed.get("changed")),
+                      changed_paths=state.changed_paths, actions=state.actions)
+        module.fail_json(**failed)
     if module._diff and state.diffs:
         result["diff"] = state.diffs
+    return result
+
+
+# The nested `node_state` option of a module that finishes a tuning in its own call (local_ssd_probe, store_move,
+# image_archive): validated with the module's own input, its files' content checked before the module changes
+# anything, applied after the module's own work.
+
+def nested_spec(module, key="node_state", ask_content=True):
+    """The validated spec of the module's `key` option (None when not given); bad input fails the module naming
+    `key.<option>`, before anything changes. With `ask_content`, require_content() follows."""
+    value = module.params.get(key)
+    if not value:
+        return None
+    try:
+        spec = validate(value)
+    except NodeStateError as exc:
+        module.fail_json(msg="%s.%s" % (key, exc))
+    if ask_content:
+        require_content(module, spec, key)
+    return spec
+
+
+def require_content(module, spec, key="node_state"):
+    """A file the node lacks (given by sha256) ends the module here, changing nothing, with RV(content_needed) for
+    its action to send the text. Called before the module changes anything (or, by a module that applies the spec
+    only sometimes, once it knows it will)."""
+    needed = content_needed(spec) if spec else []
+    if needed:
+        module.exit_json(changed=False, content_needed=needed, **{key: dict(changed_paths=[], actions=[])})
+
+
+def finish(module, spec, result, key="node_state"):
+    """Apply a nested spec after the module's own work: `result` with RV(node_state) (changed_paths, actions),
+    changed when either changed, and both diffs. A failure fails the module with `result` and what changed."""
+    if spec is None:
+        result[key] = dict(changed_paths=[], actions=[])
+        return result
+    out = apply_or_fail(module, spec, prefix="%s: " % key, base=result)
+    result[key] = dict(changed_paths=out["changed_paths"], actions=out["actions"])
+    result["changed"] = bool(result.get("changed")) or out["changed"]
+    if out.get("diff"):
+        own = result.get("diff")
+        result["diff"] = ([own] if isinstance(own, dict) else list(own or [])) + list(out["diff"])
     return result

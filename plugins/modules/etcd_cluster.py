@@ -26,7 +26,8 @@ description:
     it must start with (C(initial-cluster-state=existing)). Nothing is done when the member answers healthy.
     Refused, before any change, when the other members' healthy votes are fewer than the quorum.
   - O(state=nospace_cleared) disarms a C(NOSPACE) alarm once the largest member database leaves 5% of
-    O(quota_backend_bytes) free (the quota was raised, or the database compacted and defragmented), so writes go on.
+    O(quota_backend_bytes) free, and at least 8 MiB (a few of the largest writes etcd takes; the quota was raised,
+    or the database compacted and defragmented), so writes go on.
     etcd keeps refusing writes until the alarm is disarmed, whatever the new quota. Nothing is done while the database
     is still at the quota (the next writes would raise it again), and alarms other than C(NOSPACE) (C(CORRUPT)) are
     left for a person.

@@ -29,6 +29,9 @@ description:
     untouched. The archive is streamed through its decompressor into C(docker load) or C(ctr images import),
     never held in memory.
   - The same file serves as the boot-time loader of the image_preload role (no Ansible on the node needed).
+  - With O(state=loaded), O(node_state) (the rest of the tuning - the archive's sidecar, the boot-time loader and its
+    unit, the role's fact) is applied once the load succeeded, so one call owns the whole tuning on a node that holds
+    its archive.
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -85,16 +88,22 @@ options:
     default: /var/lib/containerd
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.node_state.nested
 attributes:
+  action:
+    support: full
+    description: An action plugin sends O(node_state.files[].src) by hash, its text only to a node whose copy differs.
   check_mode:
     support: full
     details:
       - A missing archive is reported as a load to come (an earlier task of the run places it).
       - Reads the archive's index and the store, verifies the sha256 and free space when a load is due, and reports
-        what would be saved, loaded or pinned without writing or loading anything.
+        what would be saved, loaded or pinned without writing or loading anything; predicts O(node_state).
   diff_mode:
     support: full
-    details: The archive's images as the store (or the archive) holds them before and after, one C(ref id) per line.
+    details:
+      - The archive's images as the store (or the archive) holds them before and after, one C(ref id) per line;
+        O(node_state)'s changes.
   platform:
     platforms: posix
 requirements:
@@ -118,6 +127,17 @@ EXAMPLES = r"""
     runtime: containerd
     pin: true
     checksum: "sha256:{{ preload_sha256 }}"
+
+- name: Load it and record what was loaded, in the same call
+  kubescale.tuning.image_archive:
+    state: loaded
+    path: /opt/kubescale/images/preload.tar.zst
+    checksum: "sha256:{{ preload_sha256 }}"
+    node_state:
+      fact:
+        name: kubescale_image_preload
+        data:
+          sha256: "{{ preload_sha256 }}"
 """
 
 RETURN = r"""
@@ -168,6 +188,25 @@ sidecar:
   description: The sidecar's path.
   returned: always
   type: str
+node_state:
+  description: What O(node_state) changed (in check mode, would), as M(kubescale.tuning.node_state) returns it.
+  returned: with O(state=loaded)
+  type: dict
+  contains:
+    changed_paths:
+      description: The paths created or changed.
+      type: list
+      elements: str
+    actions:
+      description: What was asked of systemd.
+      type: list
+      elements: str
+content_needed:
+  description: Indices into O(node_state.files) whose text the node needs; the module changed nothing (the action
+    consumes this).
+  returned: when a file given by sha256 differs
+  type: list
+  elements: int
 """
 
 import os
@@ -176,6 +215,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    NODE_STATE_ARGUMENT_SPEC,
+    finish,
+    nested_spec,
+)
 
 LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}
 
@@ -214,6 +258,13 @@ def validate(module):
     if p["pin"] and p["runtime"] != "containerd":
         module.fail_json(msg="pin: docker has no pinned images; pin applies to runtime=containerd")
     return None, None
+
+
+def validate_state(module):
+    """The nested node_state, validated (and its files' content checked) before anything is read or loaded."""
+    if module.params["node_state"] and module.params["state"] != "loaded":
+        module.fail_json(msg="node_state: only with state=loaded (a saved archive is a build artefact, not node state)")
+    return nested_spec(module)
 
 
 def saved(module, store, refs, level):
@@ -293,10 +344,12 @@ def main():
             checksum=dict(type="str"),
             pin=dict(type="bool", default=False),
             store_path=dict(type="path", default="/var/lib/containerd"),
+            node_state=NODE_STATE_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
     refs, level = validate(module)
+    state = validate_state(module)
     tool = "docker" if module.params["runtime"] == "docker" else "ctr"
     if module.get_bin_path(tool) is None:
         module.fail_json(msg="runtime: %s is not installed on this node (%s not found)" % (module.params["runtime"], tool))
@@ -312,6 +365,8 @@ def main():
         module.fail_json(msg="%s: %s" % (module.params["path"], exc))
     if not module._diff:
         result.pop("diff", None)
+    if module.params["state"] == "loaded":
+        result = finish(module, state, result)
     module.exit_json(**result)
 
 

@@ -24,7 +24,11 @@ description:
     and what it found otherwise, unless O(force_format=true).
   - An SSD already mounted with O(fstype=xfs) needs C(ftype=1) (C(xfs_info)), which overlay2 needs for d_type;
     one without fails here, before anything changes, unless it is ours and O(force_format=true) (then C(format)).
-  - Changes nothing. Returns the fact C(kubescale_local_ssd) with the C(action) converge must take.
+  - Returns the fact C(kubescale_local_ssd) with the C(action) converge must take. Changes nothing, unless
+    O(node_state) is given and the SSD needs no work (C(action=none)) at O(mount); then the rest of the tuning - the
+    boot unit, the consumers' drop-ins and directories, the role's fact - is applied in this same call, so a
+    converged node costs one module run (RV(node_state_applied)). An SSD that needs formatting or mounting, or that
+    the Azure agent mounted elsewhere, is left to the role's next steps with O(node_state) not applied.
   - The boot unit installed by the C(kubescale.tuning.local_ssd) role runs the same code at every boot.
 author:
   - kubescale.tuning contributors (@kubescale)
@@ -53,15 +57,19 @@ options:
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.checks
+  - kubescale.tuning.node_state.nested
 attributes:
   action:
     support: full
-    description: An action plugin evaluates O(checks) on the controller first.
+    description: >-
+      An action plugin evaluates O(checks) on the controller first, and sends O(node_state.files[].src) by hash, its
+      text only to a node whose copy differs.
   check_mode:
     support: full
-    details: Reads only.
+    details: Reads only; predicts O(node_state).
   diff_mode:
-    support: none
+    support: full
+    details: O(node_state)'s changes.
   platform:
     platforms: linux
 requirements:
@@ -73,6 +81,16 @@ EXAMPLES = r"""
   kubescale.tuning.local_ssd_probe:
     fstype: xfs
     mount: /mnt/local-ssd
+
+- name: Find the SSD; when it is ready as ours, install the boot unit and record the fact in the same call
+  kubescale.tuning.local_ssd_probe:
+    mount: /mnt/local-ssd
+    node_state:
+      fact:
+        name: kubescale_local_ssd
+        data:
+          mount: /mnt/local-ssd
+  register: probe
 
 - name: Show the decision
   ansible.builtin.debug:
@@ -98,6 +116,29 @@ ansible_facts:
         mounted_at: []
         mount: /mnt/local-ssd
         action: format
+node_state_applied:
+  description: Whether O(node_state) was applied (given, and the SSD needed no work at O(mount)).
+  returned: always
+  type: bool
+node_state:
+  description: What O(node_state) changed (in check mode, would), as M(kubescale.tuning.node_state) returns it.
+  returned: always
+  type: dict
+  contains:
+    changed_paths:
+      description: The paths created or changed.
+      type: list
+      elements: str
+    actions:
+      description: What was asked of systemd.
+      type: list
+      elements: str
+content_needed:
+  description: Indices into O(node_state.files) whose text the node needs; the module changed nothing (the action
+    consumes this).
+  returned: when a file given by sha256 differs
+  type: list
+  elements: int
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -113,6 +154,12 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import
     verdict,
     xfs_ftype_problem,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    NODE_STATE_ARGUMENT_SPEC,
+    finish,
+    nested_spec,
+    require_content,
+)
 
 
 def main():
@@ -124,10 +171,12 @@ def main():
             mount=dict(type="path", default="/mnt/local-ssd"),
             force_format=dict(type="bool", default=False),
             checks=CHECKS_ARGUMENT_SPEC,
+            node_state=NODE_STATE_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
     p = module.params
+    state = nested_spec(module, ask_content=False)
 
     def runner(argv):
         return module.run_command(argv)
@@ -179,7 +228,13 @@ def main():
                 module.warn("local_ssd_force_format: formatting %s, which holds %s" % (dev, facts["detail"]))
     except SsdError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, ansible_facts={"kubescale_local_ssd": facts})
+    result = dict(changed=False, ansible_facts={"kubescale_local_ssd": facts})
+    ready = facts["action"] == "none" and facts["mount"] == p["mount"]
+    if ready:
+        # Only a node that applies it now needs a file's text (the role's own node_state call sends it otherwise).
+        require_content(module, state)
+    result["node_state_applied"] = bool(state) and ready
+    module.exit_json(**finish(module, state if ready else None, result))
 
 
 if __name__ == "__main__":

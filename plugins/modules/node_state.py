@@ -26,165 +26,9 @@ description:
     so the fact says what was applied only once it was.
 author:
   - kubescale.tuning contributors (@kubescale)
-options:
-  directories:
-    description: Directories to create (missing parents are made as C(mkdir -p) makes them); owner and mode enforced.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path, or relative to O(directories[].root).
-        type: str
-        required: true
-      root:
-        description: When set, O(directories[].path) is relative to it (like a consumer's directory on a mount).
-        type: path
-      mode:
-        description: Octal mode.
-        type: str
-        default: "0755"
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-  files:
-    description: Whole files with the given content; owner and mode enforced.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path; its directory must exist or be in O(directories).
-        type: path
-        required: true
-      content:
-        description:
-          - The file's text. Exactly one of O(files[].content), O(files[].src) and O(files[].sha256) is given.
-        type: str
-      src:
-        description:
-          - A UTF-8 text file on the controller (absolute, or in the role's C(files/)), for large files such as a
-            script the role installs. The action sends only its sha256 first; the text crosses the wire only when
-            the node's file differs (then the module runs a second time), so a re-converge of unchanged nodes sends
-            none.
-        type: path
-      sha256:
-        description:
-          - The sha256 of the file's bytes instead of its text (what the action sends for O(files[].src)). When the
-            node's file differs, the module changes nothing and returns RV(content_needed).
-        type: str
-      mode:
-        description: Octal mode.
-        type: str
-        default: "0644"
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-  dropins:
-    description:
-      - systemd drop-ins - the same C(<name>) file in C(<unit_dir>/<unit>.d/) for each of O(dropins[].units), the
-        directory created when missing.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      units:
-        description: The units the drop-in is for, like C(docker.service).
-        type: list
-        elements: str
-        required: true
-      name:
-        description: The drop-in's file name, ending in C(.conf).
-        type: str
-        required: true
-      content:
-        description: Its text.
-        type: str
-        required: true
-  unit_dir:
-    description: Where O(dropins) go.
-    type: path
-    default: /etc/systemd/system
-  merges:
-    description: Settings merged into config files as data; keys the settings do not name are kept.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path; its directory must exist or be in O(directories).
-        type: path
-        required: true
-      format:
-        description: How the file is written.
-        type: str
-        required: true
-        choices: [json, yaml, toml, env]
-      settings:
-        description: As M(kubescale.tuning.config_merge)'s O(kubescale.tuning.config_merge#module:settings).
-        type: dict
-        required: true
-      create:
-        description: Create the file when it is missing.
-        type: bool
-        default: true
-      mode:
-        description: Mode of a file this module creates.
-        type: str
-        default: "0644"
-  links:
-    description:
-      - Symbolic links (for example a unit's C(.wants) link in an image being baked, where systemd does not run).
-      - A missing parent directory is made (root, C(0755)).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: The link.
-        type: path
-        required: true
-      target:
-        description: What it points to.
-        type: path
-        required: true
-  units:
-    description:
-      - systemd units to enable, start, or restart when one of their files changed. Asked after the daemon-reload.
-      - In check mode a unit whose file is not installed yet reads as disabled and inactive, so the prediction is the
-        change the real run makes.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The unit, like C(kubelet.service).
-        type: str
-        required: true
-      enabled:
-        description: Enable (C(true)) or disable (C(false)); unset leaves it.
-        type: bool
-      state:
-        description: C(started) starts it when it is not running; unset leaves it.
-        type: str
-        choices: [started]
-      restart_on:
-        description: Restart the unit, when it is running, if one of these paths (of this call) changed.
-        type: list
-        elements: path
-        default: []
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.node_state
   - kubescale.tuning.checks
   - kubescale.tuning.fact
 attributes:
@@ -276,7 +120,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
-    FACT_ARGUMENT_SPEC,
+    NODE_STATE_OPTIONS,
     NodeStateError,
     apply_or_fail,
     content_needed,
@@ -286,33 +130,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._node_state impor
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            directories=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="str", required=True), root=dict(type="path"), mode=dict(type="str", default="0755"),
-                owner=dict(type="str", default="root"), group=dict(type="str", default="root"))),
-            files=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True), content=dict(type="str", no_log=False),
-                src=dict(type="path"), sha256=dict(type="str"),
-                mode=dict(type="str", default="0644"), owner=dict(type="str", default="root"),
-                group=dict(type="str", default="root"))),
-            dropins=dict(type="list", elements="dict", default=[], options=dict(
-                units=dict(type="list", elements="str", required=True), name=dict(type="str", required=True),
-                content=dict(type="str", required=True))),
-            unit_dir=dict(type="path", default="/etc/systemd/system"),
-            merges=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True),
-                format=dict(type="str", required=True, choices=["json", "yaml", "toml", "env"]),
-                settings=dict(type="dict", required=True), create=dict(type="bool", default=True),
-                mode=dict(type="str", default="0644"))),
-            links=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True), target=dict(type="path", required=True))),
-            units=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True), enabled=dict(type="bool"),
-                state=dict(type="str", choices=["started"]),
-                restart_on=dict(type="list", elements="path", default=[]))),
-            fact=FACT_ARGUMENT_SPEC,
-            checks=CHECKS_ARGUMENT_SPEC,
-        ),
+        argument_spec=dict(NODE_STATE_OPTIONS, checks=CHECKS_ARGUMENT_SPEC),
         supports_check_mode=True,
     )
     try:

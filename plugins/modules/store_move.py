@@ -33,6 +33,9 @@ description:
     (the old one is kept). A storage driver change cannot be copied (images on disk are per driver) and is refused
     with V(copy).
   - Everything is validated and planned before anything changes; without a store change only the file is written.
+  - O(node_state) (the rest of the tuning - the runtime's unit enabled and started, the role's fact) is applied last,
+    once the merge (and any move) succeeded, so one call owns the whole tuning. It is left undone when the module
+    fails.
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -91,13 +94,18 @@ options:
     default: policy
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.node_state.nested
 attributes:
+  action:
+    support: full
+    description: An action plugin sends O(node_state.files[].src) by hash, its text only to a node whose copy differs.
   check_mode:
     support: full
-    details: Plans the merge and the move, refuses what a real run would refuse, and changes nothing.
+    details: Plans the merge and the move, refuses what a real run would refuse, predicts O(node_state), and changes
+      nothing.
   diff_mode:
     support: full
-    details: The configuration file before and after.
+    details: The configuration file before and after, and O(node_state)'s changes.
   platform:
     platforms: posix
 requirements:
@@ -130,6 +138,24 @@ EXAMPLES = r"""
       root: /mnt/local-ssd/containerd
     root: /mnt/local-ssd/containerd
     stop_units: [kubelet.service, docker.service]
+
+- name: The whole tuning in one call - daemon.json, docker enabled and started, the role's fact
+  kubescale.tuning.store_move:
+    runtime: docker
+    config_path: /etc/docker/daemon.json
+    settings:
+      data-root: /mnt/local-ssd/docker
+      max-concurrent-downloads: 10
+    root: /mnt/local-ssd/docker
+    node_state:
+      units:
+        - name: docker.service
+          enabled: true
+          state: started
+      fact:
+        name: kubescale_docker_overlay2
+        data:
+          data_root: /mnt/local-ssd/docker
 """
 
 RETURN = r"""
@@ -176,6 +202,25 @@ images:
   description: How many images the runtime listed before a move (each is on the new store); null when none was listed.
   returned: always
   type: int
+node_state:
+  description: What O(node_state) changed (in check mode, would), as M(kubescale.tuning.node_state) returns it.
+  returned: always
+  type: dict
+  contains:
+    changed_paths:
+      description: The paths created or changed.
+      type: list
+      elements: str
+    actions:
+      description: What was asked of systemd.
+      type: list
+      elements: str
+content_needed:
+  description: Indices into O(node_state.files) whose text the node needs; the module changed nothing (the action
+    consumes this).
+  returned: when a file given by sha256 differs
+  type: list
+  elements: int
 """
 
 import os
@@ -184,6 +229,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import ConfError
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+    NODE_STATE_ARGUMENT_SPEC,
+    finish,
+    nested_spec,
+)
 from ansible_collections.kubescale.tuning.plugins.module_utils._store_move import (
     RUNTIMES,
     MoveError,
@@ -210,6 +260,7 @@ def main():
             timeout=dict(type="int", default=60),
             root_variable=dict(type="str", default="root"),
             policy_variable=dict(type="str", default="policy"),
+            node_state=NODE_STATE_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -227,6 +278,7 @@ def main():
         module.fail_json(msg="timeout: must be 1 second or more, got %d" % p["timeout"])
     if os.path.isdir(path):
         module.fail_json(msg="config_path: %s is a directory" % path)
+    state = nested_spec(module)
     try:
         text = read_text(path)
         planned = plan(p["runtime"], text, p["settings"], root, default_root, path)
@@ -254,9 +306,7 @@ def main():
     if planned["new_text"] is not None and module._diff:
         result["diff"] = dict(before=text or "", after=planned["new_text"], before_header=path, after_header=path)
     result["moved"] = action == "move"
-    if module.check_mode or action == "none":
-        module.exit_json(**result)
-    if action == "move":
+    if not module.check_mode and action == "move":
         rsync = module.get_bin_path("rsync", required=True)
         try:
             images = move(rt, planned, path, root, p["stop_units"], was_active,
@@ -266,12 +316,12 @@ def main():
             result["moved"] = False
             module.fail_json(msg=str(exc), **result)
         result["images"] = None if images is None else len(images)
-        module.exit_json(**result)
-    try:
-        atomic_write(path, planned["new_text"], 0o644)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="config_path: cannot write %s: %s" % (path, exc), **result)
-    module.exit_json(**result)
+    elif not module.check_mode and action != "none":
+        try:
+            atomic_write(path, planned["new_text"], 0o644)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="config_path: cannot write %s: %s" % (path, exc), **result)
+    module.exit_json(**finish(module, state, result))
 
 
 if __name__ == "__main__":

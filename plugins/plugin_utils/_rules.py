@@ -18,6 +18,8 @@ import typing as t
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._by_hash import run_by_hash
+
 
 def check_shape(rules, option):
     """Raise AnsibleActionFail unless rules is a non-empty list of {that, msg[, warn]}."""
@@ -90,14 +92,16 @@ class RulesAction(ActionBase):
 
 class CheckedModuleAction(RulesAction):
     """The action of a module that takes `checks`: the rules first, on the controller; the module only when they
-    hold, without them."""
+    hold, without them. The files of its node_state (FILES_AT: the nested option, or node_state's own `files`) go by
+    hash: a file's text is sent only to a node whose copy differs (plugin_utils/_by_hash.py)."""
 
     MODULE = ""
+    TRANSFERS_FILES = False
+    FILES_AT = ("node_state", "files")
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
         if not self.check_rules(result):
             return result
-        return self.merge(result, self._execute_module(module_name=self.MODULE, module_args=self.module_args(),
-                                                       task_vars=task_vars))
+        return self.merge(result, run_by_hash(self, self.MODULE, self.module_args(), self.FILES_AT, task_vars))

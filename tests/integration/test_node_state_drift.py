@@ -1,5 +1,6 @@
-"""Against the converged lab: a worker changed behind its facts' back is found and mended by the one node_state task
-of each tuning, `--check` predicting exactly those tasks, and the run after changes nothing.
+"""Against the converged lab: a worker changed behind its facts' back is found and mended by the one call of each
+tuning that owns its files (node_state's code: on its own, or nested in the tuning's main call - the SSD probe, the
+image load), `--check` predicting exactly those tasks, and the run after changes nothing.
 
 The drift is what an operator or another tool does by hand on a node: a consumer's drop-in edited, the boot-time
 probe script edited (its text is sent again, and only it), the boot-time image reload disabled, the kubelet put back
@@ -36,7 +37,7 @@ def playbook(*args):
 
 
 def changed_tasks(*args, sent=None):
-    """The roles whose tasks changed; `sent` collects the paths whose text a node_state task sent."""
+    """The roles whose tasks changed; `sent` collects the paths whose text a task's node_state sent."""
     results = playbook(*args)
     if sent is not None:
         sent.extend(p for _role, res in results for p in res.get("content_sent", []))

@@ -122,15 +122,32 @@ def test_survey_without_any_answer():
 
 def test_nospace_is_disarmed_only_below_the_quota_and_only_nospace():
     nospace = [{"member_id": "a", "alarm": "NOSPACE"}, {"member_id": "b", "alarm": "NOSPACE"}]
-    assert e.nospace_verdict([], 10, 100) == (False, "no alarm raised")
-    disarm, why = e.nospace_verdict(nospace, 10, 100)
+    mb = 1024 * 1024  # a 1,000 MiB quota: 5 % (50 MiB) is more than the 8 MiB floor
+    assert e.nospace_verdict([], 10 * mb, 1000 * mb) == (False, "no alarm raised")
+    disarm, why = e.nospace_verdict(nospace, 10 * mb, 1000 * mb)
     assert disarm and "well below the quota" in why
-    assert e.nospace_verdict(nospace, 95, 100)[0]
-    for full in (96, 100, 120):  # a database just under the quota is still full: the next write raises it again
-        disarm, why = e.nospace_verdict(nospace, full, 100)
+    assert e.nospace_verdict(nospace, 950 * mb, 1000 * mb)[0]
+    for full in (951, 1000, 1200):  # a database just under the quota is still full: the next write raises it again
+        disarm, why = e.nospace_verdict(nospace, full * mb, 1000 * mb)
         assert not disarm and "raise the quota, or compact" in why
-    disarm, why = e.nospace_verdict(nospace + [{"member_id": "a", "alarm": "CORRUPT"}], 10, 100)
+    disarm, why = e.nospace_verdict(nospace + [{"member_id": "a", "alarm": "CORRUPT"}], 10 * mb, 1000 * mb)
     assert not disarm and "CORRUPT" in why
+
+
+def test_nospace_stays_while_a_small_quota_has_less_free_than_a_few_large_writes():
+    """A 20 MiB quota's 5 % is 1 MiB, less than one 1.5 MiB write: the headroom is 8 MiB there (CI saw a database one
+    1 MiB ConfigMap short of a small quota disarmed, and the next write raise NOSPACE again)."""
+    nospace = [{"member_id": "a", "alarm": "NOSPACE"}]
+    mib = 1024 * 1024
+    quota = 20 * mib
+    for db in (quota - mib - 4096, quota - 8 * mib + 1):
+        disarm, why = e.nospace_verdict(nospace, db, quota)
+        assert not disarm and "at least 8 MiB" in why, why
+    assert e.nospace_verdict(nospace, quota - 8 * mib, quota)[0]
+    # at 8 GiB the share is the larger: 5 % is 409.6 MiB
+    big = 8 * 1024 * mib
+    assert not e.nospace_verdict(nospace, int(big * 0.95) + 1, big)[0]
+    assert e.nospace_verdict(nospace, int(big * 0.95), big)[0]
 
 
 def test_alarm_disarm_argv_and_failure():

@@ -283,3 +283,103 @@ def test_a_file_given_by_hash_that_changes_during_the_run_stops_it(tmp_path):
     with pytest.raises(ns.NodeStateError) as err:
         state.apply()
     assert "changed while the run read it" in str(err.value)
+
+
+# The nested `node_state` option of the modules that finish a tuning in their own call (store_move, image_archive,
+# local_ssd_probe): validated with the module's input, its content asked for before any change, applied after.
+
+class Ended(Exception):
+    def __init__(self, failed, result):
+        super().__init__(result.get("msg"))
+        self.failed, self.result = failed, result
+
+
+class FakeModule(object):
+    """What nested_spec/require_content/finish use of an AnsibleModule; exit_json and fail_json end the run."""
+
+    def __init__(self, params, systemctl, check_mode=False, diff=True):
+        self.params, self.check_mode, self._diff = params, check_mode, diff
+        self.systemctl = systemctl
+
+    def run_command(self, argv):
+        return self.systemctl(argv)
+
+    def exit_json(self, **result):
+        raise Ended(False, result)
+
+    def fail_json(self, **result):
+        raise Ended(True, result)
+
+
+@pytest.fixture(autouse=True)
+def unit_dirs(tmp_path, monkeypatch):
+    """The test's units directory is where systemd reads units (a change there wants a daemon-reload)."""
+    monkeypatch.setattr(ns, "SYSTEMD_DIRS", (str(tmp_path / "units") + "/",))
+
+
+def nested_run(tmp_path, spec, systemctl, check=False, own=None):
+    """A module's run: its own result `own` (changed, diff), then the nested state, as the modules call them."""
+    module = FakeModule(dict(node_state=spec), systemctl, check_mode=check)
+    state = ns.nested_spec(module)
+    return ns.finish(module, state, dict(own or dict(changed=False)))
+
+
+def test_nested_state_is_applied_after_the_modules_own_work_and_check_mode_predicts_it(tmp_path):
+    spec = spec_for(tmp_path)
+    (tmp_path / "config.yaml").write_text("kind: KubeletConfiguration\n")
+    own = dict(changed=True, diff=dict(before="a\n", after="b\n"), moved=False)
+    before = snapshot(tmp_path)
+    checked = nested_run(tmp_path, spec, FakeSystemctl(), check=True, own=own)
+    assert snapshot(tmp_path) == before
+    systemctl = FakeSystemctl()
+    real = nested_run(tmp_path, spec, systemctl, own=own)
+    assert checked == real
+    assert real["changed"] and real["moved"] is False
+    assert real["node_state"]["actions"] == ["daemon-reload", "enable ssd.service", "start ssd.service"]
+    # the module's own diff first, then node_state's, one per changed path
+    assert real["diff"][0] == own["diff"] and len(real["diff"]) == 1 + len(real["node_state"]["changed_paths"])
+    # the module's own work unchanged and the state in place: nothing changes, nothing is reported
+    again = nested_run(tmp_path, spec, systemctl, own=dict(changed=False))
+    assert again == dict(changed=False, node_state=dict(changed_paths=[], actions=[]))
+
+
+def test_no_nested_state_reports_an_empty_one():
+    module = FakeModule(dict(node_state=None), FakeSystemctl())
+    assert ns.nested_spec(module) is None
+    assert ns.finish(module, None, dict(changed=True)) == dict(changed=True,
+                                                               node_state=dict(changed_paths=[], actions=[]))
+
+
+def test_bad_nested_input_fails_naming_node_state_before_anything_changes(tmp_path):
+    spec = spec_for(tmp_path, units=[dict(name="no unit name")])
+    before = snapshot(tmp_path)
+    with pytest.raises(Ended) as end:
+        ns.nested_spec(FakeModule(dict(node_state=spec), FakeSystemctl()))
+    assert end.value.failed and end.value.result["msg"] == "node_state.units[0]: name 'no unit name' is not a systemd unit name"
+    assert snapshot(tmp_path) == before
+
+
+def test_a_nested_file_the_node_lacks_ends_the_module_asking_for_its_text(tmp_path):
+    import hashlib
+
+    target = tmp_path / "probe"
+    spec = dict(files=[dict(path=str(target), sha256=hashlib.sha256(b"one\n").hexdigest(), owner=USER, group=GROUP)])
+    module = FakeModule(dict(node_state=spec), FakeSystemctl())
+    # a module that applies it only sometimes validates first and asks later
+    state = ns.nested_spec(module, ask_content=False)
+    with pytest.raises(Ended) as end:
+        ns.require_content(module, state)
+    assert not end.value.failed
+    assert end.value.result == dict(changed=False, content_needed=[0], node_state=dict(changed_paths=[], actions=[]))
+    assert not target.exists()
+    target.write_text("one\n")
+    ns.require_content(module, state)  # the node has it: the module goes on
+
+
+def test_a_nested_state_that_fails_fails_the_module_with_its_own_result(tmp_path):
+    spec = dict(units=[dict(name="ssd.service", state="started")])
+    with pytest.raises(Ended) as end:
+        nested_run(tmp_path, spec, FakeSystemctl(fail={"start"}), own=dict(changed=True, moved=True))
+    r = end.value.result
+    assert end.value.failed and r["msg"].startswith("node_state: ") and "start ssd.service" in r["msg"]
+    assert r["moved"] is True and r["changed"] is True
