@@ -176,3 +176,14 @@ def test_the_ee_base_image_follows_the_node_image_and_this_machines_ca_bundle(mo
     assert second != first
     monkeypatch.setattr(image, "image_tag", lambda: "kubescale-lab-base:another")
     assert image.ee_base_image_tag() not in (first, second)
+
+
+def test_a_shown_command_never_writes_to_stdout(capfd):
+    """lab.py's subcommands print an image's tag for scripts to take from stdout (scripts/molecule.sh): a command run
+    uncaptured (debootstrap on a first build) shows its output on stderr (CI's toml_legacy scenario once read
+    debootstrap's lines as the image name)."""
+    import common
+
+    common.run(["sh", "-c", "echo I: Retrieving Packages; echo warn >&2"], capture=False)
+    out, err = capfd.readouterr()
+    assert out == "" and "I: Retrieving Packages" in err and "warn" in err
