@@ -27,12 +27,8 @@ except ImportError:  # pragma: no cover - ansible-core itself requires it; ansib
 KEY_USAGES = {"digitalSignature": "digital_signature", "contentCommitment": "content_commitment",
               "keyEncipherment": "key_encipherment", "dataEncipherment": "data_encipherment",
               "keyAgreement": "key_agreement", "keyCertSign": "key_cert_sign", "cRLSign": "crl_sign"}
-EXTENDED_KEY_USAGES = ("serverAuth", "clientAuth", "codeSigning", "emailProtection")
-
-
-def _eku_oid(name):
-    return getattr(ExtendedKeyUsageOID, {"serverAuth": "SERVER_AUTH", "clientAuth": "CLIENT_AUTH",
-                                         "codeSigning": "CODE_SIGNING", "emailProtection": "EMAIL_PROTECTION"}[name])
+EXTENDED_KEY_USAGES = {"serverAuth": "SERVER_AUTH", "clientAuth": "CLIENT_AUTH", "codeSigning": "CODE_SIGNING",
+                       "emailProtection": "EMAIL_PROTECTION"}
 
 
 def _read(path, what):
@@ -84,7 +80,7 @@ def due(cert_path, key_path, issuer_path=None, common_name=None, sans=None, key_
         issuer = cert if issuer_path is None else x509.load_pem_x509_certificate(_read(issuer_path, "the issuer"))
         try:
             cert.verify_directly_issued_by(issuer)
-        except (ValueError, TypeError, Exception) as exc:  # InvalidSignature is not a ValueError
+        except Exception as exc:  # ValueError, TypeError, and InvalidSignature, which is neither
             raise _Due("%s is not signed by %s (%s)" % (cert_path, issuer_path or "its own key", exc.__class__.__name__)) \
                 from None
         when = now or datetime.datetime.now(datetime.timezone.utc)
@@ -105,7 +101,8 @@ def due(cert_path, key_path, issuer_path=None, common_name=None, sans=None, key_
                                                              ", ".join(sorted(key_usage))))
         if extended_key_usage is not None:
             ext = _extension(cert, x509.ExtendedKeyUsage)
-            have = set(k for k in EXTENDED_KEY_USAGES if ext is not None and _eku_oid(k) in ext)
+            have = set(k for k, attr in EXTENDED_KEY_USAGES.items()
+                       if ext is not None and getattr(ExtendedKeyUsageOID, attr) in ext)
             if have != set(extended_key_usage):
                 raise _Due("%s has extended key usages %s, not %s" % (
                     cert_path, ", ".join(sorted(have)) or "none", ", ".join(sorted(extended_key_usage))))
