@@ -43,6 +43,15 @@ class _Due(Exception):
     """Why the certificate is to be issued again."""
 
 
+def _load_cert(path, what):
+    """The PEM certificate at path; a file that is not one (truncated by a dead run, overwritten) is due, not an
+    error: issuing it again is what the role is for."""
+    try:
+        return x509.load_pem_x509_certificate(_read(path, what))
+    except ValueError as exc:
+        raise _Due("%s %s is not a PEM certificate (%s)" % (what, path, exc)) from None
+
+
 def _extension(cert, kind):
     try:
         return cert.extensions.get_extension_for_class(kind).value
@@ -61,14 +70,15 @@ def _sans(cert):
 
 def due(cert_path, key_path, issuer_path=None, common_name=None, sans=None, key_usage=None,
         extended_key_usage=None, ca=False, now=None):
-    """'' when the PEM certificate at cert_path is current, else why it is due: missing or unreadable; not for the
-    private key at key_path; not signed by the certificate at issuer_path (self-signed when None); expired; or its
-    common name, subject alternative names (C(DNS:x), C(IP:x)), key usages, extended key usages or CA flag are not
-    the wanted ones (each compared only when given). Raises RuntimeError without python-cryptography."""
+    """'' when the PEM certificate at cert_path is current, else why it is due: missing, unreadable or not PEM (it or
+    its issuer's); not for the private key at key_path; not signed by the certificate at issuer_path (self-signed
+    when None); expired; or its common name, subject alternative names (C(DNS:x), C(IP:x)), key usages, extended key
+    usages or CA flag are not the wanted ones (each compared only when given). Raises RuntimeError without
+    python-cryptography."""
     if not HAS_CRYPTOGRAPHY:
         raise RuntimeError("x509_due needs python-cryptography on the controller (community.crypto needs it too)")
     try:
-        cert = x509.load_pem_x509_certificate(_read(cert_path, "the certificate"))
+        cert = _load_cert(cert_path, "the certificate")
         try:
             key = serialization.load_pem_private_key(_read(key_path, "the key"), password=None)
         except (ValueError, TypeError) as exc:
@@ -77,7 +87,7 @@ def due(cert_path, key_path, issuer_path=None, common_name=None, sans=None, key_
         if key.public_key().public_bytes(serialization.Encoding.PEM, pub) != \
                 cert.public_key().public_bytes(serialization.Encoding.PEM, pub):
             raise _Due("%s is not for the key %s" % (cert_path, key_path))
-        issuer = cert if issuer_path is None else x509.load_pem_x509_certificate(_read(issuer_path, "the issuer"))
+        issuer = cert if issuer_path is None else _load_cert(issuer_path, "the issuer")
         try:
             cert.verify_directly_issued_by(issuer)
         except Exception as exc:  # ValueError, TypeError, and InvalidSignature, which is neither

@@ -1,8 +1,9 @@
 """events_etcd's certificates on the controller, made by community.crypto: the CA (events_etcd_ca_cert not given)
 and each member's certificate are issued once; a run with them current runs none of the members' certificate tasks
 (the x509_due filter reads them in process); a member whose address changes or whose CA was made again gets a new
-one, for the key it has; --check issues a due certificate into a scratch directory and runs the same tasks as the real
-run after it. Runs on the controller alone (no lab needed)."""
+one, for the key it has, and so does one whose certificate file is no longer PEM; --check issues a due certificate
+into a scratch directory and runs the same tasks as the real run after it. Runs on the controller alone (no lab
+needed)."""
 
 import json
 import os
@@ -89,3 +90,12 @@ def test_certificates_are_issued_once_and_again_only_where_due(pki):
     assert sum(len(v) for v in remade.values()) == 3 + 2 * 3
     assert member_due(d, "member-b", "member-b.example") == ""
     assert sum(len(v) for v in run(inventory).values()) == 3
+
+    # a run that died while member-b's certificate was written left half of it: issued again, not a failed run
+    crt_b = d / "pki" / "member-b.crt"
+    crt_b.write_bytes(crt_b.read_bytes()[:200])
+    assert "is not a PEM certificate" in member_due(d, "member-b", "member-b.example")
+    mended = run(inventory)
+    assert len(mended["member-b"]) == 3
+    assert sum(len(v) for v in mended.values()) == 3 + 3
+    assert member_due(d, "member-b", "member-b.example") == ""

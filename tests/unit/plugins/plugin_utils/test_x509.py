@@ -119,3 +119,17 @@ def test_a_file_that_is_no_pem_key_is_due(pki):
     d = pki[0]
     (d / "m.key").write_text("not a key\n")
     assert "is not a PEM private key" in member_due(d)
+
+
+def test_a_certificate_or_issuer_that_is_no_pem_certificate_is_due(pki):
+    d = pki[0]
+    good = (d / "m.crt").read_bytes()
+    # a run that died while the certificate was written: half of it
+    (d / "m.crt").write_bytes(good[:len(good) // 2])
+    assert "the certificate %s is not a PEM certificate" % (d / "m.crt") in member_due(d)
+    (d / "m.crt").write_text("")
+    assert "is not a PEM certificate" in member_due(d)
+    (d / "m.crt").write_bytes(good)
+    assert member_due(d) == ""
+    (d / "ca.crt").write_text("not a certificate\n")
+    assert "the issuer %s is not a PEM certificate" % (d / "ca.crt") in member_due(d)
