@@ -10,6 +10,8 @@ variants alternated round after round in one run so every variant sees the same 
   no-controlpersist  every SSH operation opens its own connection (ControlMaster=no)
   free               ANSIBLE_STRATEGY=free (each host runs ahead, no waiting for the slowest at every task)
   forks-N/2          half as many forks as nodes, so the run queues hosts
+  no-inject-facts    ANSIBLE_INJECT_FACT_VARS=False (facts only under ansible_facts, not also copied into every
+                     host's top-level variables at every task; the roles read ansible_facts['...'] either way)
 
 Figures per variant: controller CPU-s per node (user + sys of ansible-playbook and its ssh children), wall, the
 median over the rounds, and the ratio to house. Fact caching is not a variant: the class playbooks gather no facts
@@ -37,6 +39,7 @@ def variants(nodes):
         ("no-controlpersist", {"ANSIBLE_SSH_ARGS": SSH_NO_PERSIST}),
         ("free", {"ANSIBLE_STRATEGY": "free"}),
         ("forks-%d" % max(1, nodes // 2), {"ANSIBLE_FORKS": str(max(1, nodes // 2))}),
+        ("no-inject-facts", {"ANSIBLE_INJECT_FACT_VARS": "False"}),
     ]
 
 
