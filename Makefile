@@ -111,4 +111,5 @@ bench: deps
 	$(PYTHON) bench/binpack.py --nodes 1000 --rounds 2
 	$(PYTHON) bench/agent_polling.py --agents 200 --pods 1000
 	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
+	$(PYTHON) bench/check_tasks.py --rounds 5
 	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2

@@ -105,13 +105,17 @@ def worktree(rev):
 
 
 def count(run_json, hosts):
-    """Per host: tasks run, remote module runs, controller-side actions (the json callback's results)."""
+    """Per host: tasks run, tasks skipped (each still a forked worker and a variable merge on the controller), remote
+    module runs, controller-side actions (the json callback's results)."""
     tasks, remote, controller = collections.Counter(), collections.Counter(), collections.Counter()
-    changed = collections.Counter()
+    changed, skipped = collections.Counter(), collections.Counter()
     for play in run_json["plays"]:
         for task in play["tasks"]:
             for host, res in task["hosts"].items():
-                if host not in hosts or res.get("skipped"):
+                if host not in hosts:
+                    continue
+                if res.get("skipped"):
+                    skipped[host] += 1
                     continue
                 action = res.get("action") or task["task"].get("action", "?")
                 short = action.rsplit(".", 1)[-1] if action.startswith("ansible.builtin.") else action
@@ -122,7 +126,7 @@ def count(run_json, hosts):
                 elif short not in LOCAL:
                     remote[host] += 1
     n = float(len(hosts))
-    return dict(tasks=sum(tasks.values()) / n, remote=sum(remote.values()) / n,
+    return dict(tasks=sum(tasks.values()) / n, skipped=sum(skipped.values()) / n, remote=sum(remote.values()) / n,
                 controller_actions=sum(controller.values()) / n, changed=sum(changed.values()))
 
 
@@ -240,10 +244,10 @@ def main():
                                          % (g, label, n, row["changed"]))
                     row.update(group=g, tree=label, kind="idempotent")
                     results[(g, label)].append(row)
-                    log("%-14s %-8s idempotent N=%-3d %.2f CPU-s/node, %.0f s wall, %.1f tasks, %.1f remote runs/node"
-                        " (+%.1f on the controller)"
-                        % (g, label, n, row["cpu_s_per_node"], row["wall_s"], row["tasks"], row["remote"],
-                           row["controller_actions"]))
+                    log("%-14s %-8s idempotent N=%-3d %.2f CPU-s/node, %.0f s wall, %.1f tasks (+%.1f skipped), %.1f"
+                        " remote runs/node (+%.1f on the controller)"
+                        % (g, label, n, row["cpu_s_per_node"], row["wall_s"], row["tasks"], row["skipped"],
+                           row["remote"], row["controller_actions"]))
     finally:
         if base:
             subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", base], check=False)
@@ -254,11 +258,12 @@ def main():
         projection["%s %s" % (g, label)] = dict(
             fixed_cpu_s=a, cpu_s_per_extra_node=b, cpu_s_2500=total, min_wall_s_16_cores=total / 16)
     print()
-    print("%-30s %12s %12s %14s %16s" % ("idempotent, per node", "N", "CPU-s/node", "remote runs", "tasks"))
+    print("%-30s %12s %12s %14s %16s %10s" % ("idempotent, per node", "N", "CPU-s/node", "remote runs", "tasks",
+                                              "skipped"))
     for (g, label), rows in sorted(results.items()):
         for r in sorted(rows, key=lambda r: r["n"]):
-            print("%-30s %12d %12.2f %14.1f %16.1f"
-                  % (g + " " + label, r["n"], r["cpu_s_per_node"], r["remote"], r["tasks"]))
+            print("%-30s %12d %12.2f %14.1f %16.1f %10.1f"
+                  % (g + " " + label, r["n"], r["cpu_s_per_node"], r["remote"], r["tasks"], r["skipped"]))
     for g in groups:
         if (g, "baseline") in results:
             for cur, old in zip(sorted(results[(g, "current")], key=lambda r: r["n"]),

@@ -74,7 +74,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._apf import objects, problems
+
+def _apf():
+    """plugins/module_utils/_apf.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _apf
+
+    return _apf
 
 
 def _ints(kw):
@@ -87,15 +93,15 @@ def _ints(kw):
 
 
 def apf_errors(name, prefix="", **kw):
-    return problems(name, prefix=prefix, **_ints(kw))
+    return _apf().problems(name, prefix=prefix, **_ints(kw))
 
 
 def apf_objects(name, **kw):
     kw = _ints(kw)
-    found = problems(name, **kw)
+    found = _apf().problems(name, **kw)
     if found:
         raise AnsibleFilterError("apf_objects: " + "; ".join(found))
-    return objects(name, **kw)
+    return _apf().objects(name, **kw)
 
 
 class FilterModule(object):

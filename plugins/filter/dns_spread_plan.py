@@ -65,19 +65,27 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._dns_spread import SpreadError, pdb, plan
+
+def _spread():
+    """plugins/module_utils/_dns_spread.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _dns_spread
+
+    return _dns_spread
 
 
 def dns_spread_plan(deployment, nodes, mode="auto", weight=100, topology_spread=None, replicas=None):
+    spread = _spread()
     try:
-        return plan(deployment, nodes or [], mode=mode, weight=int(weight), topology_spread=topology_spread or None,
-                    replicas=None if replicas in (None, "") else int(replicas))
-    except (SpreadError, TypeError, ValueError) as exc:
+        return spread.plan(deployment, nodes or [], mode=mode, weight=int(weight),
+                           topology_spread=topology_spread or None,
+                           replicas=None if replicas in (None, "") else int(replicas))
+    except (spread.SpreadError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("dns_spread_plan: %s" % exc) from exc
 
 
 def dns_spread_pdb(deployment, name, max_unavailable=1):
-    return pdb(deployment, name, max_unavailable)
+    return _spread().pdb(deployment, name, max_unavailable)
 
 
 class FilterModule(object):

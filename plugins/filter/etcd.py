@@ -38,17 +38,26 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import health_failures, parse_bytes
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
-    PodError,
-    merge_overrides,
-    parse_overrides,
-)
+
+def _etcd():
+    """plugins/module_utils/_etcd.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd
+
+    return _etcd
+
+
+def _pod():
+    """plugins/module_utils/_static_pod.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod
+
+    return _static_pod
 
 
 def etcd_bytes(value):
     try:
-        return parse_bytes(value)
+        return _etcd().parse_bytes(value)
     except ValueError as exc:
         raise AnsibleFilterError("etcd_bytes: %s" % exc) from exc
 
@@ -56,7 +65,7 @@ def etcd_bytes(value):
 def etcd_bytes_error(value):
     """'' when `value` is a size etcd_bytes accepts, else the reason (for validation messages)."""
     try:
-        parse_bytes(value)
+        _etcd().parse_bytes(value)
     except ValueError as exc:
         return str(exc)
     return ""
@@ -64,26 +73,28 @@ def etcd_bytes_error(value):
 
 def etcd_servers_overrides(existing, resource, servers):
     """kube-apiserver's --etcd-servers-overrides with `resource` (e.g. /events) on `servers`, the others kept."""
+    pod = _pod()
     try:
-        return merge_overrides(existing or "", resource, list(servers))
-    except PodError as exc:
+        return pod.merge_overrides(existing or "", resource, list(servers))
+    except pod.PodError as exc:
         raise AnsibleFilterError("etcd_servers_overrides: %s" % exc) from exc
 
 
 def etcd_overrides_servers(existing, resource):
     """The servers --etcd-servers-overrides names for `resource` (e.g. /events); [] when it names none."""
+    pod = _pod()
     try:
-        for res, urls in parse_overrides(existing or ""):
+        for res, urls in pod.parse_overrides(existing or ""):
             if res == resource:
                 return list(urls)
-    except PodError as exc:
+    except pod.PodError as exc:
         raise AnsibleFilterError("etcd_overrides_servers: %s" % exc) from exc
     return []
 
 
 def etcd_health_failures(answers):
     """`url: why` for each etcd /health answer (ansible.builtin.uri loop results) that is not healthy."""
-    return health_failures(list(answers or []))
+    return _etcd().health_failures(list(answers or []))
 
 
 class FilterModule(object):

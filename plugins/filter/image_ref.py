@@ -39,13 +39,18 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import normalize_ref
-from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import sidecar_url as _sidecar_url
+
+def _archive():
+    """plugins/module_utils/_image_archive.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive
+
+    return _image_archive
 
 
 def image_ref(ref):
     try:
-        return normalize_ref(str(ref))
+        return _archive().normalize_ref(str(ref))
     except ValueError as exc:
         raise AnsibleFilterError("image_ref: %s" % exc) from exc
 
@@ -53,6 +58,7 @@ def image_ref(ref):
 def image_ref_errors(refs):
     """The references of a list that are not image references, each with the reason (for validation)."""
     errors = []
+    normalize_ref = _archive().normalize_ref
     for ref in refs if isinstance(refs, (list, tuple)) else [refs]:
         try:
             normalize_ref(ref)
@@ -63,7 +69,7 @@ def image_ref_errors(refs):
 
 def sidecar_url(url):
     try:
-        return _sidecar_url(str(url))
+        return _archive().sidecar_url(str(url))
     except ValueError as exc:
         raise AnsibleFilterError("sidecar_url: %s" % exc) from exc
 
@@ -71,7 +77,7 @@ def sidecar_url(url):
 def url_errors(url):
     """Why `url` cannot be an archive URL (for validation), or an empty string."""
     try:
-        _sidecar_url(str(url))
+        _archive().sidecar_url(str(url))
     except ValueError as exc:
         return str(exc)
     return ""

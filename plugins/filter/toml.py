@@ -37,20 +37,27 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _toml
+
+def _toml():
+    """plugins/module_utils/_toml.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.module_utils import _toml
+
+    return _toml
 
 
 def from_toml(text):
+    toml = _toml()
     try:
-        return _toml.loads(str(text))
-    except _toml.TomlError as exc:
+        return toml.loads(str(text))
+    except toml.TomlError as exc:
         raise AnsibleFilterError("from_toml: %s" % exc) from exc
 
 
 def to_toml(data):
     if not isinstance(data, dict):
         raise AnsibleFilterError("to_toml: needs a mapping, not %s" % type(data).__name__)
-    return _toml.dumps(data)
+    return _toml().dumps(data)
 
 
 class FilterModule(object):

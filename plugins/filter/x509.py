@@ -10,7 +10,13 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.plugin_utils._x509 import due
+
+def _x509():
+    """plugins/plugin_utils/_x509.py, imported at the first call rather than with this file: ansible-core imports every
+    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    from ansible_collections.kubescale.tuning.plugins.plugin_utils import _x509
+
+    return _x509
 
 
 def x509_due(cert, key, issuer=None, common_name=None, sans=None, key_usage=None, extended_key_usage=None, ca=False):
@@ -21,10 +27,11 @@ def x509_due(cert, key, issuer=None, common_name=None, sans=None, key_usage=None
 
 
 def _due(cert, key, issuer, common_name, sans, key_usage, extended_key_usage, ca):
-    return due(str(cert), str(key), issuer_path=str(issuer) if issuer else None, common_name=common_name,
-               sans=list(sans) if sans is not None else None,
-               key_usage=list(key_usage) if key_usage is not None else None,
-               extended_key_usage=list(extended_key_usage) if extended_key_usage is not None else None, ca=bool(ca))
+    return _x509().due(str(cert), str(key), issuer_path=str(issuer) if issuer else None, common_name=common_name,
+                       sans=list(sans) if sans is not None else None,
+                       key_usage=list(key_usage) if key_usage is not None else None,
+                       extended_key_usage=list(extended_key_usage) if extended_key_usage is not None else None,
+                       ca=bool(ca))
 
 
 class FilterModule(object):

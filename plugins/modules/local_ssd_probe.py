@@ -54,6 +54,13 @@ options:
     description: Format even a disk holding foreign data. Destroys that data.
     type: bool
     default: false
+  probe:
+    description:
+      - Look for the SSD.
+      - V(false) in an image being baked, which has no SSD. Nothing is looked for, no fact C(kubescale_local_ssd) is
+        returned, and O(node_state) is applied as given (the role's whole bake in this one call).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.checks
@@ -100,7 +107,7 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: The probe's findings.
-  returned: always
+  returned: when O(probe=true)
   type: dict
   contains:
     kubescale_local_ssd:
@@ -117,7 +124,7 @@ ansible_facts:
         mount: /mnt/local-ssd
         action: format
 node_state_applied:
-  description: Whether O(node_state) was applied (given, and the SSD needed no work at O(mount)).
+  description: Whether O(node_state) was applied (given, and O(probe=false) or the SSD needed no work at O(mount)).
   returned: always
   type: bool
 node_state:
@@ -170,6 +177,7 @@ def main():
             label=dict(type="str", default="kubescale"),
             mount=dict(type="path", default="/mnt/local-ssd"),
             force_format=dict(type="bool", default=False),
+            probe=dict(type="bool", default=True),
             checks=CHECKS_ARGUMENT_SPEC,
             node_state=NODE_STATE_ARGUMENT_SPEC,
         ),
@@ -181,9 +189,17 @@ def main():
     def runner(argv):
         return module.run_command(argv)
 
-    disks = Disks("/", runner)
     try:
         validate_config({"fstype": p["fstype"], "label": p["label"], "mount": p["mount"]})
+    except SsdError as exc:
+        module.fail_json(msg=str(exc))
+    if not p["probe"]:
+        # An image being baked: no SSD to look at (the boot unit finds it at the node's first boot).
+        require_content(module, state)
+        module.exit_json(**finish(module, state, dict(changed=False, node_state_applied=bool(state))))
+
+    disks = Disks("/", runner)
+    try:
         dev, looked = choose_device(disks, p["device"] or None)
         check_not_in_use(disks, dev, p["mount"])
         mounted = disks.mounted_at(dev)

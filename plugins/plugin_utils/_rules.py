@@ -17,6 +17,7 @@ import typing as t
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.template import is_trusted_as_template, trust_as_template
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._by_hash import run_by_hash
 
@@ -33,9 +34,34 @@ def check_shape(rules, option):
             raise AnsibleActionFail("%s[%d].warn: give true or false" % (option, i))
 
 
+def all_hold(templar, rules):
+    """True when every condition of every rule that is not a warning holds, asked as one expression: one Jinja
+    compile per task and host for the lot, where each condition alone costs one (the common case: valid variables).
+    The conditions are joined in order with `and`, so a later one is still evaluated only when the earlier ones hold,
+    and each must be exactly true. False when one does not hold or raises, or when they cannot be joined (one not a
+    trusted expression string); then evaluate() asks rule by rule, as before, for the failure and its message."""
+    parts = []
+    for rule in rules:
+        if rule.get("warn", False):
+            continue
+        for condition in rule["that"] if isinstance(rule["that"], list) else [rule["that"]]:
+            if not isinstance(condition, str) or not is_trusted_as_template(condition) \
+                    or "{{" in condition or "{%" in condition:
+                return False
+            parts.append("(%s) is sameas true" % condition)
+    if not parts:
+        return True
+    try:
+        return templar.evaluate_conditional(conditional=trust_as_template(" and ".join(parts))) is True
+    except Exception:  # the rule-by-rule pass raises it again, for the condition that raises it
+        return False
+
+
 def evaluate(templar, rules):
     """(failure, warnings): failure is None when every rule holds (or only warns), else the result keys of the
     first that does not - rule, assertion, checked, msg."""
+    if all_hold(templar, rules):
+        rules = [rule for rule in rules if rule.get("warn", False)]  # only the warnings are left to ask
     warnings = []
     for i, rule in enumerate(rules):
         that = rule["that"] if isinstance(rule["that"], list) else [rule["that"]]

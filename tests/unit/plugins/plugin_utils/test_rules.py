@@ -49,6 +49,55 @@ def test_a_warn_rule_that_does_not_hold_warns_and_the_rules_go_on():
     assert failure["msg"] == "bad" and failure["rule"] == 1 and warnings == ["note"]
 
 
+class Counting(Templar):
+    """ansible-core's Templar, counting the conditionals it is asked (each one Jinja compile)."""
+
+    asked = 0
+
+    def evaluate_conditional(self, conditional):
+        Counting.asked += 1
+        return super().evaluate_conditional(conditional=conditional)
+
+
+def counting(**variables):
+    Counting.asked = 0
+    return Counting(loader=DataLoader(), variables=variables)
+
+
+def test_rules_that_hold_are_asked_as_one_expression_and_the_warnings_each_alone():
+    rules = [rule(["a == 1", "b | length == 2"], "never"), rule("a < 2", "never"),
+             rule("a > 5", "a is {{ a }}", warn=True), rule(["b is not string", "b[1] == 2"], "never")]
+    assert R.evaluate(counting(a=1, b=[1, 2]), rules) == (None, ["a is 1"])
+    assert Counting.asked == 2  # the four conditions of the three rules at once, then the warning
+
+
+def test_a_rule_that_does_not_hold_is_found_rule_by_rule_as_before():
+    rules = [rule("a > 1", "not this one"), rule(["a > 2", "a < 3"], "a ({{ a }}) must be below 3")]
+    failure, warnings = R.evaluate(counting(a=5), rules)
+    assert failure == dict(failed=True, rule=1, assertion="a < 3", checked=2, msg="a (5) must be below 3")
+    assert Counting.asked == 1 + 3  # the joined expression, then a > 1, a > 2, a < 3
+
+
+@pytest.mark.parametrize("condition, error", [
+    # not a boolean: joined it is merely not `true`; alone it fails as ansible-core fails it
+    ("b | length", "Conditionals must have a boolean result"),
+    ("nope == 1", "'nope' is undefined"),
+])
+def test_a_condition_that_fails_alone_fails_the_same_way_among_rules_that_hold(condition, error):
+    with pytest.raises(Exception) as alone:
+        templar(b=[1, 2]).evaluate_conditional(conditional=trust_as_template(condition))
+    with pytest.raises(type(alone.value)) as among:
+        R.evaluate(templar(b=[1, 2]), [rule("b is not string", "never"), rule(condition, "never")])
+    assert error in str(among.value) and str(among.value) == str(alone.value)
+
+
+def test_an_untrusted_condition_is_not_joined_into_a_trusted_expression():
+    rules = [rule("a == 1", "never"), dict(that="a == 1", msg="never")]
+    assert not R.all_hold(templar(a=1), rules)
+    with pytest.raises(Exception, match="untrusted"):
+        R.evaluate(templar(a=1), rules)
+
+
 @pytest.mark.parametrize("rules, message", [
     (None, "checks: give a list of {that, msg} rules"),
     ([], "checks: give a list of {that, msg} rules"),

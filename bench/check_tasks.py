@@ -1,0 +1,91 @@
+"""Benchmark: what the worker roles' variable checks cost the controller per host, before and after.
+
+The rules of arp_sysctl, local_ssd, docker_overlay2 and image_preload (their `check_vars` tasks; their first calls to a
+node carry the same rules as `checks`) are evaluated on the controller, in a forked worker per task and host. Two costs
+of this tree are in there: every condition asked alone was one Jinja compile (now the conditions of rules that hold
+are joined into one expression), and the first kubescale.tuning filter a worker used (image_preload's
+image_ref_errors) imported every filter file of the collection with all their module_utils, python-cryptography among
+them (now a filter file imports its code at its first call). This runs only those four tasks (`--tags preflight`:
+nothing reaches a node) for every lab CPU worker, from a checkout of --baseline and from this tree, alternated round
+after round in this one process so both see the same machine. Reports the controller CPU-s (user + sys of
+ansible-playbook and its children) per host, their medians and the ratio; writes bench/check_tasks.json.
+
+    .venv/bin/python bench/check_tasks.py [--baseline 3eca6ed] [--rounds 5]
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import fleet  # noqa: E402  (the lab's hosts and a worktree of a revision)
+
+PLAYBOOK = """---
+- name: The worker roles' variable checks alone
+  hosts: kube_node_cpu
+  gather_facts: false
+  tasks:
+    - {name: arp_sysctl, ansible.builtin.import_role: {name: kubescale.tuning.arp_sysctl, tasks_from: sysctl.yml}}
+    - {name: local_ssd, ansible.builtin.import_role: {name: kubescale.tuning.local_ssd, tasks_from: converge.yml}}
+    - {name: docker_overlay2, ansible.builtin.import_role: {name: kubescale.tuning.docker_overlay2, tasks_from: preflight.yml}}
+    - {name: image_preload, ansible.builtin.import_role: {name: kubescale.tuning.image_preload, tasks_from: pause.yml}}
+"""
+NAME = "bench-check-tasks.yml"
+
+
+def run(tree, hosts):
+    path = os.path.join(tree, "playbooks", NAME)  # beside the class playbooks: their group_vars apply
+    with open(path, "w") as f:
+        f.write(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"), ANSIBLE_STDOUT_CALLBACK="json")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), path, "--tags", "preflight",
+                               "-l", ",".join(hosts)], cwd=tree, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, check=False)
+    finally:
+        os.remove(path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+        raise SystemExit("check_tasks: the checks failed on %s" % tree)
+    checks = sum(1 for play in json.loads(proc.stdout)["plays"] for task in play["tasks"]
+                 for res in task["hosts"].values() if res.get("action", "").endswith("check_vars"))
+    if checks != 4 * len(hosts):
+        raise SystemExit("check_tasks: %d check_vars results, want %d" % (checks, 4 * len(hosts)))
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="3eca6ed")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    hosts = fleet.hosts_of("kube_node_cpu", fleet.lab_counts({})["kube_node_cpu"])
+    base = fleet.worktree(args.baseline)
+    cpu = {"baseline": [], "current": []}
+    try:
+        for r in range(args.rounds):
+            for label, tree in (("baseline", base), ("current", REPO)):
+                cpu[label].append(run(tree, hosts) / len(hosts))
+                print("round %d %-8s %.3f CPU-s per host (4 check tasks)" % (r + 1, label, cpu[label][-1]),
+                      flush=True)
+    finally:
+        subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", base], check=False)
+    med = dict((k, statistics.median(v)) for k, v in cpu.items())
+    saved_ms = (med["baseline"] - med["current"]) * 1000
+    print("median CPU-s per host: baseline %.3f, current %.3f (%.2fx); %.0f ms less per host, %.0f ms per check task"
+          % (med["baseline"], med["current"], med["baseline"] / med["current"], saved_ms, saved_ms / 4))
+    with open(os.path.join(REPO, "bench", "check_tasks.json"), "w") as f:
+        json.dump(dict(baseline=args.baseline, hosts=len(hosts), cpu_s_per_host=cpu, median=med,
+                       saved_ms_per_host=saved_ms), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
