@@ -41,8 +41,8 @@ from ansible.errors import AnsibleFilterError
 
 
 def _archive():
-    """plugins/module_utils/_image_archive.py, imported at the first call rather than with this file: ansible-core imports every
-    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    """plugins/module_utils/_image_archive.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
+    says why)."""
     from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive
 
     return _image_archive

@@ -12,8 +12,8 @@ from ansible.errors import AnsibleFilterError
 
 
 def _x509():
-    """plugins/plugin_utils/_x509.py, imported at the first call rather than with this file: ansible-core imports every
-    filter file of the collection to find any one of its filters, in each forked worker that uses one."""
+    """plugins/plugin_utils/_x509.py (python-cryptography), imported at the first call, not with this file
+    (tests/unit/plugins/filter/test_filter_imports.py says why)."""
     from ansible_collections.kubescale.tuning.plugins.plugin_utils import _x509
 
     return _x509
