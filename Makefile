@@ -112,4 +112,5 @@ bench: deps
 	$(PYTHON) bench/agent_polling.py --agents 200 --pods 1000
 	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
 	$(PYTHON) bench/check_tasks.py --rounds 5
+	$(PYTHON) bench/worker_cpu.py --rounds 3
 	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2

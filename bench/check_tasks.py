@@ -16,7 +16,6 @@ ansible-playbook and its children) per host, their medians and the ratio; writes
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -42,24 +41,15 @@ def run(tree, hosts):
     path = os.path.join(tree, "playbooks", NAME)  # beside the class playbooks: their group_vars apply
     with open(path, "w") as f:
         f.write(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"), ANSIBLE_STDOUT_CALLBACK="json")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), path, "--tags", "preflight",
-                               "-l", ",".join(hosts)], cwd=tree, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, check=False)
+        got = fleet.play(tree, path, ["--tags", "preflight", "-l", ",".join(hosts)], measure=True)
     finally:
         os.remove(path)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
-        raise SystemExit("check_tasks: the checks failed on %s" % tree)
-    checks = sum(1 for play in json.loads(proc.stdout)["plays"] for task in play["tasks"]
+    checks = sum(1 for play in got["report"]["plays"] for task in play["tasks"]
                  for res in task["hosts"].values() if res.get("action", "").endswith("check_vars"))
     if checks != 4 * len(hosts):
         raise SystemExit("check_tasks: %d check_vars results, want %d" % (checks, 4 * len(hosts)))
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return got["cpu_s"]
 
 
 def main():

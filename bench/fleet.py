@@ -130,32 +130,40 @@ def count(run_json, hosts):
                 controller_actions=sum(controller.values()) / n, changed=sum(changed.values()))
 
 
+def play(tree, playbook, argv, measure, extra_env=None):
+    """ansible-playbook `playbook` from `tree` with `argv`; with measure, its controller CPU-s (user+sys of it and its
+    ssh children), wall and the json callback's report. A failed run stops the benchmark."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"))
+    env.update(extra_env or {})
+    if measure:
+        env["ANSIBLE_STDOUT_CALLBACK"] = "json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), playbook] + list(argv), cwd=tree,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
+        raise SystemExit("bench: %s failed on %s (rc %d)" % (os.path.basename(playbook), tree, proc.returncode))
+    if not measure:
+        return None
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return dict(cpu_s=cpu, wall_s=wall, report=json.loads(proc.stdout))
+
+
 def run(tree, group, hosts, measure, extra_env=None, extra_args=()):
     """One class playbook run from `tree` on `hosts`; with measure, its controller CPU, wall and counts.
 
     extra_env: ANSIBLE_* settings over ansible.cfg's (bench/ansible_cfg.py's variants); extra_args: more
     ansible-playbook arguments (bench/preload_url.py's tags and variables)."""
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"))
-    env.update(extra_env or {})
-    argv = [os.path.join(REPO, ".venv", "bin", "ansible-playbook"), os.path.join(tree, "playbooks", PLAYBOOKS[group]),
-            "-l", ",".join(hosts), "-e", ONE_BATCH % group] + list(extra_args)
-    if measure:
-        env["ANSIBLE_STDOUT_CALLBACK"] = "json"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          check=False)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-2000:])
-        raise SystemExit("fleet: %s failed on %s (rc %d)" % (PLAYBOOKS[group], tree, proc.returncode))
+    got = play(tree, os.path.join(tree, "playbooks", PLAYBOOKS[group]),
+               ["-l", ",".join(hosts), "-e", ONE_BATCH % group] + list(extra_args), measure, extra_env)
     if not measure:
         return None
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out = dict(n=len(hosts), cpu_s=cpu, cpu_s_per_node=cpu / len(hosts), wall_s=wall)
-    out.update(count(json.loads(proc.stdout), set(hosts)))
+    out = dict(n=len(hosts), cpu_s=got["cpu_s"], cpu_s_per_node=got["cpu_s"] / len(hosts), wall_s=got["wall_s"])
+    out.update(count(got["report"], set(hosts)))
     return out
 
 

@@ -74,13 +74,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _apf():
-    """plugins/module_utils/_apf.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _apf
-
-    return _apf
+_apf = LazyModule("module_utils._apf")  # imported at the first call, not with this file
 
 
 def _ints(kw):
@@ -93,15 +89,15 @@ def _ints(kw):
 
 
 def apf_errors(name, prefix="", **kw):
-    return _apf().problems(name, prefix=prefix, **_ints(kw))
+    return _apf.problems(name, prefix=prefix, **_ints(kw))
 
 
 def apf_objects(name, **kw):
     kw = _ints(kw)
-    found = _apf().problems(name, **kw)
+    found = _apf.problems(name, **kw)
     if found:
         raise AnsibleFilterError("apf_objects: " + "; ".join(found))
-    return _apf().objects(name, **kw)
+    return _apf.objects(name, **kw)
 
 
 class FilterModule(object):

@@ -65,27 +65,22 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _spread():
-    """plugins/module_utils/_dns_spread.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _dns_spread
-
-    return _dns_spread
+_spread = LazyModule("module_utils._dns_spread")  # imported at the first call, not with this file
 
 
 def dns_spread_plan(deployment, nodes, mode="auto", weight=100, topology_spread=None, replicas=None):
-    spread = _spread()
     try:
-        return spread.plan(deployment, nodes or [], mode=mode, weight=int(weight),
-                           topology_spread=topology_spread or None,
-                           replicas=None if replicas in (None, "") else int(replicas))
-    except (spread.SpreadError, TypeError, ValueError) as exc:
+        return _spread.plan(deployment, nodes or [], mode=mode, weight=int(weight),
+                            topology_spread=topology_spread or None,
+                            replicas=None if replicas in (None, "") else int(replicas))
+    except (_spread.SpreadError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("dns_spread_plan: %s" % exc) from exc
 
 
 def dns_spread_pdb(deployment, name, max_unavailable=1):
-    return _spread().pdb(deployment, name, max_unavailable)
+    return _spread.pdb(deployment, name, max_unavailable)
 
 
 class FilterModule(object):

@@ -38,26 +38,15 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _etcd():
-    """plugins/module_utils/_etcd.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd
-
-    return _etcd
-
-
-def _pod():
-    """plugins/module_utils/_static_pod.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod
-
-    return _static_pod
+_etcd = LazyModule("module_utils._etcd")  # imported at the first call, not with this file
+_pod = LazyModule("module_utils._static_pod")  # imported at the first call, not with this file
 
 
 def etcd_bytes(value):
     try:
-        return _etcd().parse_bytes(value)
+        return _etcd.parse_bytes(value)
     except ValueError as exc:
         raise AnsibleFilterError("etcd_bytes: %s" % exc) from exc
 
@@ -65,7 +54,7 @@ def etcd_bytes(value):
 def etcd_bytes_error(value):
     """'' when `value` is a size etcd_bytes accepts, else the reason (for validation messages)."""
     try:
-        _etcd().parse_bytes(value)
+        _etcd.parse_bytes(value)
     except ValueError as exc:
         return str(exc)
     return ""
@@ -73,28 +62,26 @@ def etcd_bytes_error(value):
 
 def etcd_servers_overrides(existing, resource, servers):
     """kube-apiserver's --etcd-servers-overrides with `resource` (e.g. /events) on `servers`, the others kept."""
-    pod = _pod()
     try:
-        return pod.merge_overrides(existing or "", resource, list(servers))
-    except pod.PodError as exc:
+        return _pod.merge_overrides(existing or "", resource, list(servers))
+    except _pod.PodError as exc:
         raise AnsibleFilterError("etcd_servers_overrides: %s" % exc) from exc
 
 
 def etcd_overrides_servers(existing, resource):
     """The servers --etcd-servers-overrides names for `resource` (e.g. /events); [] when it names none."""
-    pod = _pod()
     try:
-        for res, urls in pod.parse_overrides(existing or ""):
+        for res, urls in _pod.parse_overrides(existing or ""):
             if res == resource:
                 return list(urls)
-    except pod.PodError as exc:
+    except _pod.PodError as exc:
         raise AnsibleFilterError("etcd_overrides_servers: %s" % exc) from exc
     return []
 
 
 def etcd_health_failures(answers):
     """`url: why` for each etcd /health answer (ansible.builtin.uri loop results) that is not healthy."""
-    return _etcd().health_failures(list(answers or []))
+    return _etcd.health_failures(list(answers or []))
 
 
 class FilterModule(object):

@@ -39,18 +39,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _archive():
-    """plugins/module_utils/_image_archive.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive
-
-    return _image_archive
+_archive = LazyModule("module_utils._image_archive")  # imported at the first call, not with this file
 
 
 def image_ref(ref):
     try:
-        return _archive().normalize_ref(str(ref))
+        return _archive.normalize_ref(str(ref))
     except ValueError as exc:
         raise AnsibleFilterError("image_ref: %s" % exc) from exc
 
@@ -58,7 +54,7 @@ def image_ref(ref):
 def image_ref_errors(refs):
     """The references of a list that are not image references, each with the reason (for validation)."""
     errors = []
-    normalize_ref = _archive().normalize_ref
+    normalize_ref = _archive.normalize_ref
     for ref in refs if isinstance(refs, (list, tuple)) else [refs]:
         try:
             normalize_ref(ref)
@@ -69,7 +65,7 @@ def image_ref_errors(refs):
 
 def sidecar_url(url):
     try:
-        return _archive().sidecar_url(str(url))
+        return _archive.sidecar_url(str(url))
     except ValueError as exc:
         raise AnsibleFilterError("sidecar_url: %s" % exc) from exc
 
@@ -77,7 +73,7 @@ def sidecar_url(url):
 def url_errors(url):
     """Why `url` cannot be an archive URL (for validation), or an empty string."""
     try:
-        _archive().sidecar_url(str(url))
+        _archive.sidecar_url(str(url))
     except ValueError as exc:
         return str(exc)
     return ""

@@ -37,27 +37,22 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _toml():
-    """plugins/module_utils/_toml.py, imported at the first call, not with this file (tests/unit/plugins/filter/test_filter_imports.py
-    says why)."""
-    from ansible_collections.kubescale.tuning.plugins.module_utils import _toml
-
-    return _toml
+_toml = LazyModule("module_utils._toml")  # imported at the first call, not with this file
 
 
 def from_toml(text):
-    toml = _toml()
     try:
-        return toml.loads(str(text))
-    except toml.TomlError as exc:
+        return _toml.loads(str(text))
+    except _toml.TomlError as exc:
         raise AnsibleFilterError("from_toml: %s" % exc) from exc
 
 
 def to_toml(data):
     if not isinstance(data, dict):
         raise AnsibleFilterError("to_toml: needs a mapping, not %s" % type(data).__name__)
-    return _toml().dumps(data)
+    return _toml.dumps(data)
 
 
 class FilterModule(object):

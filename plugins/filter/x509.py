@@ -10,13 +10,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-def _x509():
-    """plugins/plugin_utils/_x509.py (python-cryptography), imported at the first call, not with this file
-    (tests/unit/plugins/filter/test_filter_imports.py says why)."""
-    from ansible_collections.kubescale.tuning.plugins.plugin_utils import _x509
-
-    return _x509
+_x509 = LazyModule("plugin_utils._x509")  # imported at the first call, not with this file
 
 
 def x509_due(cert, key, issuer=None, common_name=None, sans=None, key_usage=None, extended_key_usage=None, ca=False):
@@ -27,11 +23,11 @@ def x509_due(cert, key, issuer=None, common_name=None, sans=None, key_usage=None
 
 
 def _due(cert, key, issuer, common_name, sans, key_usage, extended_key_usage, ca):
-    return _x509().due(str(cert), str(key), issuer_path=str(issuer) if issuer else None, common_name=common_name,
-                       sans=list(sans) if sans is not None else None,
-                       key_usage=list(key_usage) if key_usage is not None else None,
-                       extended_key_usage=list(extended_key_usage) if extended_key_usage is not None else None,
-                       ca=bool(ca))
+    return _x509.due(str(cert), str(key), issuer_path=str(issuer) if issuer else None, common_name=common_name,
+                     sans=list(sans) if sans is not None else None,
+                     key_usage=list(key_usage) if key_usage is not None else None,
+                     extended_key_usage=list(extended_key_usage) if extended_key_usage is not None else None,
+                     ca=bool(ca))
 
 
 class FilterModule(object):

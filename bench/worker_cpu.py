@@ -1,0 +1,92 @@
+"""Each forked worker's own CPU per task and host, by action: a revision against this tree, alternated, on the lab.
+
+ansible-core runs every task on every host in a forked worker that templates the task's arguments (compiling each
+template afresh), runs the action and, for a module, sends it. That is most of the controller's cost per node, and
+the whole-run figure (bench/fleet.py) moves between runs of one tree by more than one task's share. Here
+bench/callbacks/worker_cpu.py records each worker's own user+sys CPU from the fork to its result, with its task's
+action, no profiler in the way; the idempotent `node_cpu.yml` on the lab's CPU workers (each tree converges the nodes
+first, unmeasured), rounds alternated, medians per action. Writes bench/worker_cpu.json.
+"""
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+import fleet  # noqa: E402  (the lab's hosts, a worktree of a revision, one measured run)
+
+GROUP = "kube_node_cpu"
+
+
+def measure(tree, hosts):
+    """One idempotent run: {action: [cpu_s of each task and host]}, and the run's controller CPU-s per node."""
+    argv = ["-l", ",".join(hosts), "-e", fleet.ONE_BATCH % GROUP]
+    playbook = os.path.join(tree, "playbooks", fleet.PLAYBOOKS[GROUP])
+    fleet.play(tree, playbook, argv, measure=False)  # the tree's own state on the nodes first
+    fd, out = tempfile.mkstemp(prefix="worker-cpu-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        got = fleet.play(tree, playbook, argv, measure=True, extra_env=dict(
+            ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, "bench", "callbacks"), ANSIBLE_CALLBACKS_ENABLED="worker_cpu",
+            WORKER_CPU_OUT=out))
+        with open(out) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    finally:
+        os.remove(out)
+    changed = fleet.count(got["report"], set(hosts))["changed"]
+    if changed:
+        raise SystemExit("worker_cpu: %s changed %d tasks on its second run" % (tree, changed))
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[r["action"]].append(r["cpu_s"])
+    return by, got["cpu_s"] / len(hosts)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="3fbf195")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nodes", type=int, default=20)
+    args = ap.parse_args()
+    counts = fleet.lab_counts({GROUP: args.nodes})
+    fleet.lab_up(counts)
+    hosts = fleet.hosts_of(GROUP, args.nodes)
+    base = fleet.worktree(args.baseline)
+    per_action = {"baseline": collections.defaultdict(list), "current": collections.defaultdict(list)}
+    per_node = {"baseline": [], "current": []}
+    try:
+        for r in range(args.rounds):
+            for label, tree in (("baseline", base), ("current", REPO)):
+                by, node = measure(tree, hosts)
+                per_node[label].append(node)
+                for action, cpus in by.items():
+                    per_action[label][action].append(sum(cpus) / len(hosts))  # worker CPU-s per node
+                print("round %d %-8s %.2f controller CPU-s per node, workers %.2f of it"
+                      % (r + 1, label, node, sum(sum(c) for c in by.values()) / len(hosts)), flush=True)
+    finally:
+        subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", base], check=False)
+    med = dict((label, dict((a, statistics.median(v)) for a, v in acts.items())) for label, acts in per_action.items())
+    print("\n%-44s %10s %10s" % ("worker CPU-s per node, median", "baseline", "current"))
+    for action in sorted(set(med["baseline"]) | set(med["current"]), key=lambda a: -med["baseline"].get(a, 0)):
+        print("%-44s %10.3f %10.3f" % (action, med["baseline"].get(action, 0), med["current"].get(action, 0)))
+    totals = dict((label, sum(m.values())) for label, m in med.items())
+    ratio = totals["baseline"] / totals["current"]
+    print("%-44s %10.3f %10.3f  (%.2fx)" % ("all workers", totals["baseline"], totals["current"], ratio))
+    nodes = dict((label, statistics.median(v)) for label, v in per_node.items())
+    ratio = nodes["baseline"] / nodes["current"]
+    print("%-44s %10.2f %10.2f  (%.2fx; the whole run, noisier)"
+          % ("controller CPU-s per node", nodes["baseline"], nodes["current"], ratio))
+    with open(os.path.join(REPO, "bench", "worker_cpu.json"), "w") as f:
+        json.dump(dict(baseline=args.baseline, nodes=args.nodes, rounds=args.rounds, worker_cpu_s_per_node=med,
+                       workers_total=totals, controller_cpu_s_per_node=per_node), f, indent=2, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
