@@ -27,26 +27,23 @@ GROUP = "kube_node_cpu"
 
 def measure(tree, hosts):
     """One idempotent run: {action: [cpu_s of each task and host]}, and the run's controller CPU-s per node."""
-    argv = ["-l", ",".join(hosts), "-e", fleet.ONE_BATCH % GROUP]
-    playbook = os.path.join(tree, "playbooks", fleet.PLAYBOOKS[GROUP])
-    fleet.play(tree, playbook, argv, measure=False)  # the tree's own state on the nodes first
+    fleet.run(tree, GROUP, hosts, measure=False)  # the tree's own state on the nodes first
     fd, out = tempfile.mkstemp(prefix="worker-cpu-", suffix=".jsonl")
     os.close(fd)
     try:
-        got = fleet.play(tree, playbook, argv, measure=True, extra_env=dict(
+        row = fleet.run(tree, GROUP, hosts, measure=True, extra_env=dict(
             ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, "bench", "callbacks"), ANSIBLE_CALLBACKS_ENABLED="worker_cpu",
             WORKER_CPU_OUT=out))
         with open(out) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     finally:
         os.remove(out)
-    changed = fleet.count(got["report"], set(hosts))["changed"]
-    if changed:
-        raise SystemExit("worker_cpu: %s changed %d tasks on its second run" % (tree, changed))
+    if row["changed"]:
+        raise SystemExit("worker_cpu: %s changed %d tasks on its second run" % (tree, row["changed"]))
     by = collections.defaultdict(list)
     for r in rows:
         by[r["action"]].append(r["cpu_s"])
-    return by, got["cpu_s"] / len(hosts)
+    return by, row["cpu_s_per_node"]
 
 
 def main():

@@ -18,14 +18,10 @@ EXTRA = {
 ROLES = ("local_ssd", "image_preload", "etcd_local_disk", "events_etcd")
 
 
-def playbook(path, plays):
-    with open(path, "w") as f:
-        json.dump(plays, f)
-
-
 def run(tmp_path, plays):
     path = str(tmp_path / "play.yml")
-    playbook(path, plays)
+    with open(path, "w") as f:
+        json.dump(plays, f)
     extra = str(tmp_path / "extra.json")
     with open(extra, "w") as f:
         json.dump(EXTRA, f)
