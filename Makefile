@@ -113,4 +113,5 @@ bench: deps
 	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
 	$(PYTHON) bench/check_tasks.py --rounds 5
 	$(PYTHON) bench/worker_cpu.py --rounds 3
+	$(PYTHON) bench/skip_cost.py --rounds 3
 	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2

@@ -32,15 +32,17 @@ PLAYBOOK = """---
     - {name: arp_sysctl, ansible.builtin.import_role: {name: kubescale.tuning.arp_sysctl, tasks_from: sysctl.yml}}
     - {name: local_ssd, ansible.builtin.import_role: {name: kubescale.tuning.local_ssd, tasks_from: converge.yml}}
     - {name: docker_overlay2, ansible.builtin.import_role: {name: kubescale.tuning.docker_overlay2, tasks_from: preflight.yml}}
-    - {name: image_preload, ansible.builtin.import_role: {name: kubescale.tuning.image_preload, tasks_from: pause.yml}}
+    - {name: image_preload, ansible.builtin.import_role: {name: kubescale.tuning.image_preload, tasks_from: %s}}
 """
 NAME = "bench-check-tasks.yml"
 
 
 def run(tree, hosts):
     path = os.path.join(tree, "playbooks", NAME)  # beside the class playbooks: their group_vars apply
+    # image_preload's checks are in pause.yml in older trees, in converge.yml since its read joined the load
+    preload = "pause.yml" if os.path.exists(os.path.join(tree, "roles/image_preload/tasks/pause.yml")) else "converge.yml"
     with open(path, "w") as f:
-        f.write(PLAYBOOK)
+        f.write(PLAYBOOK % preload)
     try:
         got = fleet.play(tree, path, ["--tags", "preflight", "-l", ",".join(hosts)], measure=True)
     finally:

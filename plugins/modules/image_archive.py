@@ -29,16 +29,23 @@ description:
     untouched. The archive is streamed through its decompressor into C(docker load) or C(ctr images import),
     never held in memory.
   - The same file serves as the boot-time loader of the image_preload role (no Ansible on the node needed).
-  - With O(state=loaded), O(node_state) (the rest of the tuning - the archive's sidecar, the boot-time loader and its
-    unit, the role's fact) is applied once the load succeeded, so one call owns the whole tuning on a node that holds
-    its archive.
+  - O(state=placed) loads nothing, as the archive is on the node for its boot-time loader (an image being baked, where
+    no runtime runs). Only O(node_state) is applied.
+  - With O(state=loaded) or O(state=placed), O(node_state) (the rest of the tuning - the archive's sidecar, the
+    boot-time loader and its unit, the role's fact) is applied once the load succeeded, so one call owns the whole
+    tuning on a node that holds its archive.
+  - With O(only_if_placed), the same call first asks whether the node holds the archive at all, and with
+    O(pause_image) whether its kubelet and runtime name that pause image - what M(kubescale.tuning.image_archive_info)
+    reads - so a converged node costs one call, not a read and then a load.
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
   state:
-    description: Whether to write the archive from the runtime's store, or load the archive into it.
+    description:
+      - Whether to write the archive from the runtime's store (V(saved)), load the archive into it (V(loaded)), or
+        only keep it on the node for the boot-time loader (V(placed)).
     type: str
-    choices: [saved, loaded]
+    choices: [saved, loaded, placed]
     default: loaded
   path:
     description:
@@ -86,13 +93,26 @@ options:
       - containerd's root, for the free-space check before a load (docker's comes from C(docker info)).
     type: path
     default: /var/lib/containerd
+  only_if_placed:
+    description:
+      - With O(state=loaded) or O(state=placed), when the sidecar beside O(path) does not name the archive of
+        O(checksum) (required with this) because the node has no archive yet, or another one, change nothing, apply no
+        O(node_state), and return RV(placed=false). The caller places the archive and its sidecar, then calls again
+        without this option.
+      - The sidecar is written after the archive, so a sidecar naming O(checksum) means the archive was placed whole.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.checks
+  - kubescale.tuning.pause_check
   - kubescale.tuning.node_state.nested
 attributes:
   action:
     support: full
-    description: An action plugin sends O(node_state.files[].src) by hash, its text only to a node whose copy differs.
+    description:
+      - An action plugin evaluates O(checks) on the controller first, then runs the module, sending
+        O(node_state.files[].src) by hash, its text only to a node whose copy differs.
   check_mode:
     support: full
     details:
@@ -107,7 +127,7 @@ attributes:
   platform:
     platforms: posix
 requirements:
-  - docker, or containerd's ctr, on the node; zstd or gzip for compressed archives.
+  - docker, or containerd's ctr, on the node (not for O(state=placed)); zstd or gzip for compressed archives.
 """
 
 EXAMPLES = r"""
@@ -138,6 +158,34 @@ EXAMPLES = r"""
         name: kubescale_image_preload
         data:
           sha256: "{{ preload_sha256 }}"
+
+- name: On a node that holds the archive, check its pause image and load; elsewhere only say it is not placed
+  kubescale.tuning.image_archive:
+    path: /opt/kubescale/images/preload.tar.zst
+    checksum: "sha256:{{ preload_sha256 }}"
+    only_if_placed: true
+    pause_image: registry.k8s.io/pause:3.9
+    pause_sources: [/var/lib/kubelet/kubeadm-flags.env]
+    fail_on_conflict: true
+  register: preload
+
+- name: Copy the archive (then its sidecar) to the nodes that lack it, and load it there
+  when: not preload.placed
+  block:
+    - name: Copy the archive
+      ansible.builtin.copy:
+        src: preload.tar.zst
+        dest: /opt/kubescale/images/preload.tar.zst
+        mode: "0644"
+    - name: Copy its sidecar
+      ansible.builtin.copy:
+        src: preload.tar.zst.json
+        dest: /opt/kubescale/images/preload.tar.zst.json
+        mode: "0644"
+    - name: Load it
+      kubescale.tuning.image_archive:
+        path: /opt/kubescale/images/preload.tar.zst
+        checksum: "sha256:{{ preload_sha256 }}"
 """
 
 RETURN = r"""
@@ -188,9 +236,20 @@ sidecar:
   description: The sidecar's path.
   returned: always
   type: str
+placed:
+  description:
+    - Whether the node holds the archive (its sidecar names O(checksum)); false only with O(only_if_placed), and then
+      nothing was done.
+  returned: with O(state=loaded) or O(state=placed)
+  type: bool
+pause_conflicts:
+  description: C(<file> names <image>) for each of O(pause_sources) naming another pause image than O(pause_image).
+  returned: with O(state=loaded) or O(state=placed)
+  type: list
+  elements: str
 node_state:
   description: What O(node_state) changed (in check mode, would), as M(kubescale.tuning.node_state) returns it.
-  returned: with O(state=loaded)
+  returned: with O(state=loaded) or O(state=placed)
   type: dict
   contains:
     changed_paths:
@@ -215,10 +274,18 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive_node import (
+    PAUSE_ARGUMENT_SPEC,
+    holds,
+    pause_check,
+    validate_pause,
+)
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
     NODE_STATE_ARGUMENT_SPEC,
     finish,
     nested_spec,
+    require_content,
 )
 
 LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}
@@ -250,6 +317,8 @@ def validate(module):
         if not os.path.isdir(os.path.dirname(p["path"])) and not module.check_mode:
             module.fail_json(msg="path: directory %s does not exist" % os.path.dirname(p["path"]))
         return sorted(set(refs)), level
+    if p["only_if_placed"] and p["checksum"] is None:
+        module.fail_json(msg="only_if_placed: needs checksum, the sha256 the node's sidecar must name")
     if p["checksum"] is not None:
         try:
             ia.parse_sha256(p["checksum"])
@@ -257,14 +326,27 @@ def validate(module):
             module.fail_json(msg="checksum: %s" % exc)
     if p["pin"] and p["runtime"] != "containerd":
         module.fail_json(msg="pin: docker has no pinned images; pin applies to runtime=containerd")
+    validate_pause(module)
     return None, None
 
 
 def validate_state(module):
-    """The nested node_state, validated (and its files' content checked) before anything is read or loaded."""
-    if module.params["node_state"] and module.params["state"] != "loaded":
-        module.fail_json(msg="node_state: only with state=loaded (a saved archive is a build artefact, not node state)")
-    return nested_spec(module)
+    """The nested node_state, validated before anything is read or loaded; its files' content asked for now, or,
+    with only_if_placed, once the node is known to hold the archive (a node that does not gets no text)."""
+    p = module.params
+    if p["state"] == "saved":
+        for option in ("node_state", "only_if_placed", "pause_image"):
+            if p[option]:
+                module.fail_json(msg="%s: only with state=loaded or placed (a saved archive is a build artefact, "
+                                     "not node state)" % option)
+    return nested_spec(module, ask_content=not p["only_if_placed"])
+
+
+def not_placed(path, conflicts):
+    """The result of only_if_placed on a node that does not hold the archive: nothing done."""
+    return dict(changed=False, placed=False, pause_conflicts=conflicts, archive=path, images=[], loaded=[], kept=[],
+                pinned=[], bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(path),
+                node_state=dict(changed_paths=[], actions=[]))
 
 
 def saved(module, store, refs, level):
@@ -334,7 +416,7 @@ def loaded(module, store):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", default="loaded", choices=["saved", "loaded"]),
+            state=dict(type="str", default="loaded", choices=["saved", "loaded", "placed"]),
             path=dict(type="str", required=True),
             images=dict(type="list", elements="str"),
             runtime=dict(type="str", default="docker", choices=["docker", "containerd"]),
@@ -344,28 +426,43 @@ def main():
             checksum=dict(type="str"),
             pin=dict(type="bool", default=False),
             store_path=dict(type="path", default="/var/lib/containerd"),
+            only_if_placed=dict(type="bool", default=False),
             node_state=NODE_STATE_ARGUMENT_SPEC,
+            checks=CHECKS_ARGUMENT_SPEC,
+            **PAUSE_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
+    p = module.params
     refs, level = validate(module)
     state = validate_state(module)
-    tool = "docker" if module.params["runtime"] == "docker" else "ctr"
-    if module.get_bin_path(tool) is None:
-        module.fail_json(msg="runtime: %s is not installed on this node (%s not found)" % (module.params["runtime"], tool))
-    store = ia.Store(ia.Runner(run=module.run_command), module.params["runtime"], module.params["namespace"])
+    conflicts = []
+    if p["state"] != "saved":
+        conflicts = pause_check(module, archive=p["path"])
+        if p["only_if_placed"]:
+            if not holds(p["path"], p["checksum"]):
+                module.exit_json(**not_placed(p["path"], conflicts))
+            require_content(module, state)
+    tool = "docker" if p["runtime"] == "docker" else "ctr"
+    if p["state"] != "placed" and module.get_bin_path(tool) is None:
+        module.fail_json(msg="runtime: %s is not installed on this node (%s not found)" % (p["runtime"], tool))
+    store = ia.Store(ia.Runner(run=module.run_command), p["runtime"], p["namespace"])
     try:
-        if module.params["state"] == "saved":
+        if p["state"] == "saved":
             result = saved(module, store, refs, level)
-        else:
+        elif p["state"] == "loaded":
             result = loaded(module, store)
+        else:
+            result = dict(changed=False, archive=p["path"], runtime=p["runtime"], images=[], loaded=[], kept=[],
+                          pinned=[], bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(p["path"]))
     except ia.ArchiveError as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:
-        module.fail_json(msg="%s: %s" % (module.params["path"], exc))
+        module.fail_json(msg="%s: %s" % (p["path"], exc))
     if not module._diff:
         result.pop("diff", None)
-    if module.params["state"] == "loaded":
+    if p["state"] != "saved":
+        result.update(placed=True, pause_conflicts=conflicts)
         result = finish(module, state, result)
     module.exit_json(**result)
 

@@ -14,14 +14,13 @@ module: image_archive_info
 short_description: Which image archive a node has, and which pause image its kubelet and runtime name
 version_added: "0.4.0"
 description:
-  - Read-only, one call where a role read each file with its own task - C(image_preload) asks it before anything
-    changes on the node.
+  - Read-only, one call where a role read each file with its own task.
   - Returns the sidecar of the archive at O(path) - what M(kubescale.tuning.image_archive) wrote beside it, the
-    archive's sha256 and images - so the controller copies the archive only when the node's differs.
-  - With O(pause_image), reads each of O(pause_sources) that exists - the kubelet's environment files (its
-    C(--pod-infra-container-image) flag, read with the collection's environment-file parser) and
-    C(containerd_tuning)'s fact (its C(sandbox_image)) - and returns each that names another pause image, both
-    references normalized as docker and containerd compare them.
+    archive's sha256 and images - so a caller can copy the archive only when the node's differs.
+  - With O(pause_image), returns each of O(pause_sources) that names another pause image.
+  - M(kubescale.tuning.image_archive) asks both in its own call before it loads
+    (O(kubescale.tuning.image_archive#module:only_if_placed)); that is how the image_preload role reads a converged
+    node, at no call of its own. This module is the read alone.
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -29,25 +28,10 @@ options:
     description: The archive on the node; its sidecar is C(<path>.json).
     type: path
     required: true
-  pause_image:
-    description: The pause image being preloaded; unset skips the pause check.
-    type: str
-  pause_sources:
-    description: Files that may name the node's pause image; a missing one is skipped.
-    type: list
-    elements: path
-    default: []
-  fail_on_conflict:
-    description: Fail when a source names another pause image than O(pause_image), instead of only returning it.
-    type: bool
-    default: false
-  pause_variable:
-    description: The variable O(pause_image) came from, named in the failure message of O(fail_on_conflict).
-    type: str
-    default: pause_image
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.checks
+  - kubescale.tuning.pause_check
   - kubescale.tuning.attributes.info
 attributes:
   action:
@@ -84,14 +68,12 @@ pause_conflicts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive import (
-    ArchiveError,
-    conflict_message,
-    normalize_ref,
-    pause_conflicts,
-    read_sidecar,
+from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive_node import (
+    PAUSE_ARGUMENT_SPEC,
+    node_sidecar,
+    pause_check,
+    validate_pause,
 )
 
 
@@ -99,39 +81,14 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            pause_image=dict(type="str"),
-            pause_sources=dict(type="list", elements="path", default=[]),
-            fail_on_conflict=dict(type="bool", default=False),
-            pause_variable=dict(type="str", default="pause_image"),
             checks=CHECKS_ARGUMENT_SPEC,
+            **PAUSE_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    if p["pause_image"] is not None:
-        try:
-            normalize_ref(p["pause_image"])
-        except ValueError as exc:
-            module.fail_json(msg="pause_image: %s" % exc)
-    try:
-        try:
-            sidecar = read_sidecar(p["path"]) or {}
-        except ArchiveError:
-            sidecar = {}  # an unreadable sidecar names no archive: the role copies the archive and its sidecar again
-        conflicts = []
-        if p["pause_image"] is not None:
-            sources = {}
-            for path in p["pause_sources"]:
-                try:
-                    sources[path] = read_text(path)
-                except (IOError, OSError) as exc:
-                    module.fail_json(msg="pause_sources: cannot read %s: %s" % (path, exc))
-            conflicts = pause_conflicts(sources, p["pause_image"])
-    except ArchiveError as exc:
-        module.fail_json(msg=str(exc))
-    if conflicts and p["fail_on_conflict"]:
-        module.fail_json(msg=conflict_message(p["pause_variable"], p["pause_image"], conflicts),
-                         sidecar=sidecar, pause_conflicts=conflicts)
+    validate_pause(module)
+    sidecar = node_sidecar(module.params["path"])
+    conflicts = pause_check(module, sidecar=sidecar)
     module.exit_json(changed=False, sidecar=sidecar, pause_conflicts=conflicts)
 
 
