@@ -238,8 +238,8 @@ sidecar:
   type: str
 placed:
   description:
-    - Whether the node holds the archive (its sidecar names O(checksum)); false only with O(only_if_placed), and then
-      nothing was done.
+    - False only with O(only_if_placed), when the node's sidecar does not name the archive of O(checksum); then nothing
+      was done. True when the call went on.
   returned: with O(state=loaded) or O(state=placed)
   type: bool
 pause_conflicts:
@@ -342,11 +342,11 @@ def validate_state(module):
     return nested_spec(module, ask_content=not p["only_if_placed"])
 
 
-def not_placed(path, conflicts):
-    """The result of only_if_placed on a node that does not hold the archive: nothing done."""
-    return dict(changed=False, placed=False, pause_conflicts=conflicts, archive=path, images=[], loaded=[], kept=[],
-                pinned=[], bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(path),
-                node_state=dict(changed_paths=[], actions=[]))
+def nothing_loaded(p):
+    """The result of a call that read no archive and loaded nothing (state=placed, or only_if_placed on a node that
+    does not hold the archive), in the shape of a load's."""
+    return dict(changed=False, archive=p["path"], runtime=p["runtime"], images=[], loaded=[], kept=[], pinned=[],
+                bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(p["path"]))
 
 
 def saved(module, store, refs, level):
@@ -441,7 +441,8 @@ def main():
         conflicts = pause_check(module, archive=p["path"])
         if p["only_if_placed"]:
             if not holds(p["path"], p["checksum"]):
-                module.exit_json(**not_placed(p["path"], conflicts))
+                module.exit_json(placed=False, pause_conflicts=conflicts, node_state=dict(changed_paths=[], actions=[]),
+                                 **nothing_loaded(p))
             require_content(module, state)
     tool = "docker" if p["runtime"] == "docker" else "ctr"
     if p["state"] != "placed" and module.get_bin_path(tool) is None:
@@ -453,8 +454,7 @@ def main():
         elif p["state"] == "loaded":
             result = loaded(module, store)
         else:
-            result = dict(changed=False, archive=p["path"], runtime=p["runtime"], images=[], loaded=[], kept=[],
-                          pinned=[], bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(p["path"]))
+            result = nothing_loaded(p)
     except ia.ArchiveError as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:
