@@ -1,7 +1,7 @@
 """Benchmark: which ansible.cfg connection and execution settings pay on a fleet re-converge.
 
-The house ansible.cfg sets pipelining, SSH ControlPersist (300 s), the linear strategy and forks = 25. Each is kept
-only if the numbers say so: this measures the idempotent class playbook (a drift check, the run a fleet repeats
+The house ansible.cfg sets pipelining, SSH ControlPersist (300 s), the linear strategy, forks = 25 and a 10 ms
+internal poll interval. Each is kept only if the numbers say so: this measures the idempotent class playbook (a drift check, the run a fleet repeats
 most) on the first N lab nodes of a class with the house settings and with one setting changed at a time, the
 variants alternated round after round in one run so every variant sees the same nodes and machine:
 
@@ -12,6 +12,10 @@ variants alternated round after round in one run so every variant sees the same 
   forks-N/2          half as many forks as nodes, so the run queues hosts
   no-inject-facts    ANSIBLE_INJECT_FACT_VARS=False (facts only under ansible_facts, not also copied into every
                      host's top-level variables at every task; the roles read ansible_facts['...'] either way)
+  poll-1ms           internal_poll_interval = 0.001, ansible-core's default: how often the strategy, waiting for
+                     the forked workers, looks for results and dead workers (every worker's exit code at each look).
+                     It has no environment variable: the variant is an ansible.cfg beside the house one (so its
+                     relative paths resolve the same), removed afterwards
 
 Figures per variant: controller CPU-s per node (user + sys of ansible-playbook and its ssh children), wall, the
 median over the rounds, and the ratio to house. Fact caching is not a variant: the class playbooks gather no facts
@@ -29,6 +33,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet  # noqa: E402  (the same lab sizing, run and counting as bench/fleet.py)
 
+# [defaults] settings that have no environment variable: the variant runs with a copy of ansible.cfg that sets them.
+CFG_VARIANTS = {"poll-1ms": ("internal_poll_interval", "0.001")}
 SSH_NO_PERSIST = "-o ControlMaster=no -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
 
 
@@ -40,7 +46,22 @@ def variants(nodes):
         ("free", {"ANSIBLE_STRATEGY": "free"}),
         ("forks-%d" % max(1, nodes // 2), {"ANSIBLE_FORKS": str(max(1, nodes // 2))}),
         ("no-inject-facts", {"ANSIBLE_INJECT_FACT_VARS": "False"}),
-    ]
+    ] + [(name, {"ANSIBLE_CONFIG": cfg_path(name)}) for name in CFG_VARIANTS]
+
+
+def cfg_path(name):
+    return os.path.join(fleet.REPO, ".bench-ansible-%s.cfg" % name)
+
+
+def write_cfg_variants():
+    """For each CFG_VARIANTS entry: the house ansible.cfg with its [defaults] key set to the variant's value."""
+    with open(os.path.join(fleet.REPO, "ansible.cfg")) as f:
+        house = f.read().splitlines()
+    for name, (key, value) in CFG_VARIANTS.items():
+        lines = [line for line in house if not line.replace(" ", "").startswith(key + "=")]
+        lines.insert(lines.index("[defaults]") + 1, "%s = %s" % (key, value))
+        with open(cfg_path(name), "w") as f:
+            f.write("\n".join(lines) + "\n")
 
 
 def main():
@@ -60,14 +81,19 @@ def main():
     hosts = fleet.hosts_of(args.group, args.nodes)
     fleet.run(fleet.REPO, args.group, hosts, measure=False)  # converge once; every measured run is idempotent
     rows = {name: [] for name, _env in variants(args.nodes)}
-    for rnd in range(args.rounds):
-        for name, env in variants(args.nodes):
-            row = fleet.run(fleet.REPO, args.group, hosts, measure=True, extra_env=env)
-            if row["changed"]:
-                raise SystemExit("ansible_cfg: %s changed %d tasks on a converged run" % (name, row["changed"]))
-            rows[name].append(row)
-            fleet.log("round %d %-18s %.2f CPU-s/node, %.1f s wall"
-                      % (rnd + 1, name, row["cpu_s_per_node"], row["wall_s"]))
+    write_cfg_variants()
+    try:
+        for rnd in range(args.rounds):
+            for name, env in variants(args.nodes):
+                row = fleet.run(fleet.REPO, args.group, hosts, measure=True, extra_env=env)
+                if row["changed"]:
+                    raise SystemExit("ansible_cfg: %s changed %d tasks on a converged run" % (name, row["changed"]))
+                rows[name].append(row)
+                fleet.log("round %d %-18s %.2f CPU-s/node, %.1f s wall"
+                          % (rnd + 1, name, row["cpu_s_per_node"], row["wall_s"]))
+    finally:
+        for name in CFG_VARIANTS:
+            os.unlink(cfg_path(name))
     summary = {}
     for name, runs in rows.items():
         summary[name] = dict(cpu_s_per_node=statistics.median(r["cpu_s_per_node"] for r in runs),
