@@ -12,20 +12,26 @@ import subprocess
 
 import pytest
 import yaml
+from labnode import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
-SPEC = re.compile(r"^\w+ : Validating arguments against arg spec '\w+'")
+# ansible-core's validation task at the start of a role, and the worker playbooks' one task that validates all their
+# roles (kubescale.tuning.validate_roles; their roles are imported with rolespec_validate: false)
+SPEC = re.compile(r"^(\w+ : Validating arguments against arg spec '\w+'|Check every role's variables against its "
+                  r"argument spec)")
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
 
 
-def run_json(*args):
+def run_json(*args, rc=0, report=None):
     proc = subprocess.run(
         ["ansible-playbook", "-i", HOSTS, *args], cwd=REPO, capture_output=True, text=True, check=False,
         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
+    assert proc.returncode == rc, (proc.stdout[-3000:], proc.stderr[-2000:])
     data = json.loads(proc.stdout)
+    if report is not None:
+        report.update(data)
     ran = []
     for play in data["plays"]:
         for task in play["tasks"]:
@@ -93,3 +99,19 @@ def test_preflight_tag_runs_only_the_checks():
     # the runtime roles' checks run though those roles are included, not listed
     assert {"docker_overlay2", "containerd_tuning"} & roles
     assert [r for r in ran if r[2]] == []
+
+
+def test_a_bad_variable_of_any_worker_role_fails_the_node_before_any_role_runs():
+    # local_ssd's and image_preload's (the last role) specs refuse these: the one validation task names both, and it
+    # is the only task that ran on the node - not arp_sysctl, which ran first when each role validated its own.
+    files = ["/etc/sysctl.d/90-kubescale-arp.conf", "/etc/docker/daemon.json", "/etc/ansible/facts.d"]
+    before = node("cpu-1", "sh", "-c", "sha256sum %s %s; ls -l --time-style=full-iso %s" % tuple(files)).stdout
+    report = {}
+    ran = run_json("playbooks/node_cpu.yml", "-l", "cpu-1", "-e", "local_ssd_fstype=ntfs",
+                   "-e", "image_preload_compression=rar", rc=2, report=report)
+    assert [name for name, _h, _c in ran] == ["Check every role's variables against its argument spec"]
+    failed = report["plays"][0]["tasks"][0]["hosts"]["cpu-1"]
+    assert failed["failed"] and sorted(failed["argument_errors"]) == ["image_preload", "local_ssd"]
+    assert "local_ssd: value of local_ssd_fstype must be one of: ext4, xfs, got: ntfs" in failed["msg"]
+    assert "image_preload: value of image_preload_compression must be one of" in failed["msg"]
+    assert node("cpu-1", "sh", "-c", "sha256sum %s %s; ls -l --time-style=full-iso %s" % tuple(files)).stdout == before
