@@ -5,7 +5,8 @@ For each class (a worker class by default) and each size N, on the first N lab n
   idempotent   the class playbook on converged nodes (a re-run to check drift): controller CPU-s per node (user +
                sys of ansible-playbook and the children it waits for, ssh included, as /usr/bin/time counts them),
                wall, tasks and remote module runs per node (from the json callback, counted the way
-               ../shared/tools/module_runs.py counts them; check_vars, which runs on the controller, counted apart)
+               ../shared/tools/module_runs.py counts them; check_vars and validate_roles, which run on the
+               controller, counted apart)
   first        the class playbook on N freshly created nodes (blank resource disk) - only for --first-sizes
 
 both for this checkout ("current") and for --baseline (a git revision, checked out in a temporary worktree and run
@@ -40,10 +41,11 @@ import nodes as labnodes  # noqa: E402  (the lab's own node table and removal)
 
 PLAYBOOKS = {"kube_node_cpu": "node_cpu.yml", "kube_node_gpu": "node_gpu.yml", "etcd": "etcd.yml",
              "etcd_events": "etcd_events.yml", "kube_control_plane": "control_plane.yml"}
-# Actions that run on the controller: module_runs.py's list, plus this collection's controller-side action.
+# Actions that run on the controller: module_runs.py's list, plus this collection's controller-side actions (which
+# module_runs.py counts as remote runs).
 LOCAL = {"set_fact", "assert", "include_tasks", "include_role", "import_tasks", "import_role", "debug", "fail",
          "meta", "include_vars", "validate_argument_spec", "add_host", "group_by", "set_stats", "pause"}
-CONTROLLER_ACTIONS = {"kubescale.tuning.check_vars"}
+CONTROLLER_ACTIONS = {"kubescale.tuning.check_vars", "kubescale.tuning.validate_roles"}
 # Classes whose nodes are members of one cluster: never more than the lab's own count (lab/nodes.py's defaults).
 MEMBERS = {"etcd": 3, "etcd_events": 3, "kube_control_plane": 1}
 # One serial batch: the rollout batches are a deployment choice, not a cost of the tunings.
