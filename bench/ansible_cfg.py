@@ -1,9 +1,10 @@
 """Benchmark: which ansible.cfg connection and execution settings pay on a fleet re-converge.
 
 The house ansible.cfg sets pipelining, SSH ControlPersist (300 s), the linear strategy, forks = 25 and a 10 ms
-internal poll interval. Each is kept only if the numbers say so: this measures the idempotent class playbook (a drift check, the run a fleet repeats
-most) on the first N lab nodes of a class with the house settings and with one setting changed at a time, the
-variants alternated round after round in one run so every variant sees the same nodes and machine:
+internal poll interval. Each is kept only if the numbers say so: this measures the idempotent class playbook (a
+drift check, the run a fleet repeats most) on the first N lab nodes of a class with the house settings and with one
+setting changed at a time, the variants alternated round after round in one run so every variant sees the same nodes
+and machine:
 
   house              ansible.cfg as it is
   no-pipelining      ANSIBLE_PIPELINING=False (each module is copied to the node, then run: more SSH round trips)

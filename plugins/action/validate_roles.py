@@ -35,5 +35,5 @@ class ActionModule(ActionBase):
             result["msg"] = "Validation of arguments failed:\n%s" % "\n".join(
                 "%s: %s" % (role, message) for role, messages in errors.items() for message in messages)
         else:
-            result["msg"] = "The arg specs of %d roles validation passed" % len(roles)
+            result["msg"] = "the variables of all %d roles fit their argument specs" % len(roles)
         return result
