@@ -17,7 +17,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+previous="$(docker image inspect -f '{{.Id}}' "$baked" 2>/dev/null || true)"
 PACKER_LOG=0 packer build -force -color=false -var "base_image=$base" -var "pause_image=$pause" packer/lab-node.json
+# The image this bake replaced (635 MB, untagged by -force) is removed: repeated bakes on one machine do not pile up.
+if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$baked")" ]; then
+  docker rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 truncate -s 512M "$img"
 loop="$(losetup --find --show "$img")"
