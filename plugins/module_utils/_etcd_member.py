@@ -159,3 +159,20 @@ def tls_files(kind, client_urls, flags, cacert, cert, key):
     ca = flags.get("--trusted-ca-file") or "/etc/kubernetes/pki/etcd/ca.crt"
     pki = os.path.dirname(ca)
     return dict(cacert=ca, cert=cert or pki + "/healthcheck-client.crt", key=key or pki + "/healthcheck-client.key")
+
+
+def start_plan(data_exists, fact_text, marker_text, members):
+    """How a member this collection runs as a systemd unit (events_etcd) starts, from what is on the node.
+
+    wiped: the SSD was formatted since the last run recorded its marker, so whatever the member wrote at boot on the
+    empty disk is not its data. rejoin: no (valid) data, the cluster formed before (a fact was recorded) and has other
+    members, so it is re-added through a peer. bootstrap: no data and nothing to rejoin, so part of a brand-new
+    cluster (or a lone member starting over: Events are short-lived, the API server writes them again).
+    """
+    last = recorded(fact_text)
+    ssd_marker = marker(marker_text)
+    wiped = "ssd_marker" in last and last["ssd_marker"] != ssd_marker
+    no_data = not data_exists or wiped
+    formed = fact_text is not None and members > 1
+    return dict(data_exists=data_exists, recorded=last, ssd_marker=ssd_marker, wiped=wiped,
+                rejoin=no_data and formed, bootstrap=no_data and not formed)

@@ -163,6 +163,9 @@ def test_events_cluster_down_leaves_the_manifest_as_it_was():
     ("etcd_events", "events_etcd_client_port=70000", "must be ports (1-65535)"),
     ("etcd_events", '{"events_etcd_members": ["etcd-events-1", "cp-1"]}', "events_etcd_members has 2 members: give an "
      "odd number"),
+    # the node answers this one (kubescale.tuning.etcd_start_info), before node_state places anything
+    ("etcd_events", "events_etcd_binary=/usr/bin/no-etcd", "events_etcd_binary: /usr/bin/no-etcd is not an executable "
+     "on this node"),
     ("etcd_events", "events_etcd_quota_backend_bytes=8X", "events_etcd_quota_backend_bytes: '8X' is not a size"),
     # the argument spec answers this one (choices), before any task runs
     ("etcd_events", "events_etcd_auto_compaction_mode=daily", "events_etcd_auto_compaction_mode must be one of: "

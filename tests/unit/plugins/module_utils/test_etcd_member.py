@@ -98,3 +98,40 @@ def test_markers_and_records_tolerate_garbage():
     assert em.marker("") == "" and em.marker("{") == "" and em.marker("[]") == ""
     assert em.recorded('{"endpoints": ["http://a:2379"]}') == {"endpoints": ["http://a:2379"]}
     assert em.recorded("{") == {} and em.recorded("[1]") == {}
+
+
+FACT = '{"name": "etcd-events-1", "ssd_marker": "2026-12-01T10:00:00Z"}'
+MARKER = '{"wiped_at": "2026-12-01T10:00:00Z"}'
+
+
+@pytest.mark.parametrize("data,fact,mark,members,want", [
+    # converged: data, the marker the fact recorded
+    (True, FACT, MARKER, 3, dict(wiped=False, rejoin=False, bootstrap=False)),
+    # the SSD was formatted since (a new marker): what etcd wrote at boot is not its data; re-added through a peer
+    (True, FACT, '{"wiped_at": "2026-12-04T08:00:00Z"}', 3, dict(wiped=True, rejoin=True, bootstrap=False)),
+    # a member of a formed cluster that lost its data
+    (False, FACT, MARKER, 3, dict(wiped=False, rejoin=True, bootstrap=False)),
+    # a lone member starts over rather than rejoining nobody
+    (False, FACT, MARKER, 1, dict(wiped=False, rejoin=False, bootstrap=True)),
+    # never converged (no fact): part of a brand-new cluster
+    (False, None, None, 3, dict(wiped=False, rejoin=False, bootstrap=True)),
+    # a fact from before markers were recorded: not wiped, whatever the marker
+    (True, '{"name": "etcd-events-1"}', MARKER, 3, dict(wiped=False, rejoin=False, bootstrap=False)),
+    # a half-written fact is still a fact: the cluster formed, so re-add rather than bootstrap a second cluster
+    (False, '{"name": "etc', None, 3, dict(wiped=False, rejoin=True, bootstrap=False)),
+    # the marker gone (not formatted since) against a recorded one: wiped
+    (True, FACT, None, 3, dict(wiped=True, rejoin=True, bootstrap=False)),
+])
+def test_how_a_member_starts(data, fact, mark, members, want):
+    plan = em.start_plan(data, fact, mark, members)
+    assert {k: plan[k] for k in want} == want
+    assert plan["data_exists"] is data
+    assert plan["ssd_marker"] == (em.marker(mark))
+
+
+def test_the_start_plan_returns_what_it_read():
+    plan = em.start_plan(True, FACT, MARKER, 3)
+    assert plan["recorded"] == {"name": "etcd-events-1", "ssd_marker": "2026-12-01T10:00:00Z"}
+    assert plan["ssd_marker"] == "2026-12-01T10:00:00Z"
+    assert em.start_plan(True, "[1, 2]", "not json", 3)["recorded"] == {}
+    assert em.start_plan(True, "[1, 2]", "not json", 3)["ssd_marker"] == ""

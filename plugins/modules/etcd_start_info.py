@@ -1,0 +1,127 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: etcd_start_info
+short_description: Read how an etcd member this collection runs starts - its binary, data, last fact and SSD marker
+version_added: "0.5.0"
+description:
+  - Read-only, in one call, where a role had a C(stat) of the binary, a C(stat) of the data, a C(slurp) of the last
+    run's fact, a C(slurp) of the local SSD's wipe marker and a C(set_fact) deciding from them.
+  - Fails, saying nothing was changed and naming O(binary_variable), when O(binary) is not an executable.
+  - Decides whether the data was wiped (the wipe marker changed since the last run recorded it), whether the member
+    is re-added through a peer (no data, a fact recorded, other members) or starts a brand-new cluster (no data and
+    nothing to rejoin).
+author:
+  - kubescale.tuning contributors (@kubescale)
+options:
+  binary:
+    description: The etcd binary.
+    type: path
+    required: true
+  binary_variable:
+    description: The variable that set O(binary), named when it is not an executable.
+    type: str
+    default: binary
+  data_dir:
+    description: The member's data directory (its C(member) directory is the data).
+    type: path
+    required: true
+  fact:
+    description: What the last run recorded (JSON); missing on a member never converged.
+    type: path
+    required: true
+  marker:
+    description: The local SSD's wipe marker (JSON with C(wiped_at)).
+    type: path
+    default: /var/lib/kubescale/local-ssd.wiped
+  members:
+    description: How many members the cluster has.
+    type: int
+    required: true
+extends_documentation_fragment:
+  - kubescale.tuning.attributes
+  - kubescale.tuning.attributes.info
+"""
+
+EXAMPLES = r"""
+- name: Read how the member starts
+  kubescale.tuning.etcd_start_info:
+    binary: /usr/bin/etcd
+    binary_variable: events_etcd_binary
+    data_dir: /mnt/local-ssd/etcd-events
+    fact: /etc/ansible/facts.d/kubescale_events_etcd.fact
+    members: 3
+  register: member
+"""
+
+RETURN = r"""
+data_exists:
+  description: Whether the member's C(member) directory exists.
+  returned: success
+  type: bool
+recorded:
+  description: What the last run recorded (empty when nothing was, or it is not JSON).
+  returned: success
+  type: dict
+ssd_marker:
+  description: The wipe marker's time, or an empty string.
+  returned: success
+  type: str
+wiped:
+  description: Whether the SSD was formatted since the last run recorded its marker.
+  returned: success
+  type: bool
+rejoin:
+  description: Whether the member is to be re-added through a healthy peer.
+  returned: success
+  type: bool
+bootstrap:
+  description: Whether the member starts a brand-new cluster.
+  returned: success
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_member import start_plan
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            binary=dict(type="path", required=True),
+            binary_variable=dict(type="str", default="binary"),
+            data_dir=dict(type="path", required=True),
+            fact=dict(type="path", required=True),
+            marker=dict(type="path", default="/var/lib/kubescale/local-ssd.wiped"),
+            members=dict(type="int", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not (os.path.isfile(p["binary"]) and os.access(p["binary"], os.X_OK)):
+        module.fail_json(msg="%s: %s is not an executable on this node (install etcd, e.g. Debian/Ubuntu's "
+                             "etcd-server, or point %s at it). Nothing was changed."
+                             % (p["binary_variable"], p["binary"], p["binary_variable"]))
+    try:
+        plan = start_plan(os.path.exists(os.path.join(p["data_dir"], "member")), read_text(p["fact"]),
+                          read_text(p["marker"]), p["members"])
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot read %s: %s. Nothing was changed." % (getattr(exc, "filename", ""), exc))
+    module.exit_json(changed=False, **plan)
+
+
+if __name__ == "__main__":
+    main()
