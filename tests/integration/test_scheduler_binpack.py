@@ -84,6 +84,10 @@ def converged():
     holds_lease()
     kubectl("delete", "namespace", NS, "--ignore-not-found", "--wait=true")
     kubectl("create", "namespace", NS)
+    # Pods are refused until kube-controller-manager has made the new namespace's default service account (CI once
+    # applied the first pod in that instant: 'serviceaccount "default" not found').
+    wait_for("the default service account in " + NS,
+             lambda: kubectl("get", "serviceaccount", "default", "-n", NS, check=False).returncode == 0)
     yield
     kubectl("delete", "namespace", NS, "--ignore-not-found", "--wait=false", check=False)
     assert run().returncode == 0
