@@ -118,6 +118,11 @@ def marker(text):
         return ""
 
 
+def formatted_since(recorded_data, ssd_marker):
+    """Whether the local SSD was formatted since the last run recorded its wipe marker (never, when it recorded none)."""
+    return "ssd_marker" in recorded_data and recorded_data["ssd_marker"] != ssd_marker
+
+
 def describe(kind, settings, flags, data_dir, recorded_data, ssd_marker, target_member, current_member_fn,
              active_state, mode, manifest, service, env_file):
     """Everything the role decides from, or raises when there is no member here to move."""
@@ -131,7 +136,7 @@ def describe(kind, settings, flags, data_dir, recorded_data, ssd_marker, target_
     # On the SSD already, and its data is gone: no member directory, or the SSD was formatted since the last run
     # recorded the marker (at boot etcd may have written a fresh, useless member directory before failing).
     wiped = current == data_dir and (
-        not target_member or ("ssd_marker" in recorded_data and recorded_data["ssd_marker"] != ssd_marker))
+        not target_member or formatted_since(recorded_data, ssd_marker))
     current_member = current_member_fn(current)
     if kind == "systemd" and active_state != "active" and not current_member and not wiped:
         raise MemberError(
@@ -171,7 +176,7 @@ def start_plan(data_exists, fact_text, marker_text, members):
     """
     last = recorded(fact_text)
     ssd_marker = marker(marker_text)
-    wiped = "ssd_marker" in last and last["ssd_marker"] != ssd_marker
+    wiped = formatted_since(last, ssd_marker)
     no_data = not data_exists or wiped
     formed = fact_text is not None and members > 1
     return dict(data_exists=data_exists, recorded=last, ssd_marker=ssd_marker, wiped=wiped,
