@@ -166,18 +166,25 @@ def tls_files(kind, client_urls, flags, cacert, cert, key):
     return dict(cacert=ca, cert=cert or pki + "/healthcheck-client.crt", key=key or pki + "/healthcheck-client.key")
 
 
-def start_plan(data_exists, fact_text, marker_text, members):
+def start_plan(data_exists, fact_text, marker_text, members, unit_show=None):
     """How a member this collection runs as a systemd unit (events_etcd) starts, from what is on the node.
 
     wiped: the SSD was formatted since the last run recorded its marker, so whatever the member wrote at boot on the
     empty disk is not its data. rejoin: no (valid) data, the cluster formed before (a fact was recorded) and has other
     members, so it is re-added through a peer. bootstrap: no data and nothing to rejoin, so part of a brand-new
     cluster (or a lone member starting over: Events are short-lived, the API server writes them again).
+    running: the unit (`systemctl show -p LoadState -p ActiveState -p UnitFileState`'s text, unit_show) is loaded,
+    active and enabled. start: the role's enable-and-start step has anything to do - the unit is not running so, or
+    the member is stopped, re-added or bootstrapped on the way (not known without unit_show: always).
     """
     last = recorded(fact_text)
     ssd_marker = marker(marker_text)
     wiped = formatted_since(last, ssd_marker)
     no_data = not data_exists or wiped
     formed = fact_text is not None and members > 1
+    unit = parse_show(unit_show) if unit_show is not None else {}
+    running = (unit.get("LoadState") == "loaded" and unit.get("ActiveState") == "active"
+               and unit.get("UnitFileState") == "enabled")
     return dict(data_exists=data_exists, recorded=last, ssd_marker=ssd_marker, wiped=wiped,
-                rejoin=no_data and formed, bootstrap=no_data and not formed)
+                rejoin=no_data and formed, bootstrap=no_data and not formed, running=running,
+                start=not running or no_data)

@@ -20,6 +20,8 @@ description:
   - Decides whether the data was wiped (the wipe marker changed since the last run recorded it), whether the member
     is re-added through a peer (no data, a fact recorded, other members) or starts a brand-new cluster (no data and
     nothing to rejoin).
+  - With O(unit), also whether the member's unit is loaded, active and enabled (one C(systemctl show)), so a role
+    runs its enable-and-start step only when it has something to do (RV(start)).
 author:
   - kubescale.tuning contributors (@kubescale)
 options:
@@ -47,6 +49,11 @@ options:
     description: How many members the cluster has.
     type: int
     required: true
+  unit:
+    description:
+      - The member's systemd unit, asked with C(systemctl show) for RV(running) and RV(start).
+      - Without it RV(running) is false and RV(start) true.
+    type: str
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.attributes.info
@@ -60,6 +67,7 @@ EXAMPLES = r"""
     data_dir: /mnt/local-ssd/etcd-events
     fact: /etc/ansible/facts.d/kubescale_events_etcd.fact
     members: 3
+    unit: etcd-events.service
   register: member
 """
 
@@ -88,6 +96,16 @@ bootstrap:
   description: Whether the member starts a brand-new cluster.
   returned: success
   type: bool
+running:
+  description: Whether O(unit) is loaded, active and enabled (false without O(unit)).
+  returned: success
+  type: bool
+start:
+  description:
+    - Whether enabling and starting the unit has anything to do, in this run - the unit is not running (RV(running)),
+      or the member is stopped for a wipe, re-added or bootstrapped on the way. True without O(unit).
+  returned: success
+  type: bool
 """
 
 import os
@@ -107,6 +125,7 @@ def main():
             fact=dict(type="path", required=True),
             marker=dict(type="path", default="/var/lib/kubescale/local-ssd.wiped"),
             members=dict(type="int", required=True),
+            unit=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -115,9 +134,16 @@ def main():
         module.fail_json(msg="%s: %s is not an executable on this node (install etcd, e.g. Debian/Ubuntu's "
                              "etcd-server, or point %s at it). Nothing was changed."
                              % (p["binary_variable"], p["binary"], p["binary_variable"]))
+    unit_show = None
+    if p["unit"]:
+        argv = [module.get_bin_path("systemctl", required=True), "show", "-p", "LoadState", "-p", "ActiveState",
+                "-p", "UnitFileState", "--", p["unit"]]
+        rc, unit_show, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg="cannot ask systemd about %s: %s. Nothing was changed." % (p["unit"], err.strip()))
     try:
         plan = start_plan(os.path.exists(os.path.join(p["data_dir"], "member")), read_text(p["fact"]),
-                          read_text(p["marker"]), p["members"])
+                          read_text(p["marker"]), p["members"], unit_show)
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read %s: %s. Nothing was changed." % (getattr(exc, "filename", ""), exc))
     module.exit_json(changed=False, **plan)

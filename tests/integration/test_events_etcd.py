@@ -211,3 +211,43 @@ def test_a_wiped_events_member_starts_over_and_serves_again():
         again.stdout[-3000:]
     wired = playbook("tests/integration/events_role.yml", "-l", "cp-1")
     assert wired.returncode == 0 and re.search(r"cp-1\s+: ok=\d+\s+changed=0 ", wired.stdout), wired.stdout[-3000:]
+
+
+def test_a_member_changed_behind_the_runs_back_is_caught():
+    # An idempotent run skips the enable-and-start step and the fact when etcd_start_info reads them as they should
+    # be: a unit disabled or stopped by hand, or a fact edited by hand, is still found and put back (the disabled unit
+    # and the fact predicted by --check first), and the run after changes nothing.
+    members = events_members()
+    disabled, stopped, edited = members[0], members[len(members) // 2], members[-1]
+    fact = "/etc/ansible/facts.d/kubescale_events_etcd.fact"
+
+    def changed(proc, host):
+        return re.search(r"%s\s+: ok=\d+\s+changed=[1-9]" % re.escape(host), proc.stdout)
+
+    node(disabled, "systemctl", "disable", "etcd-events")
+    node(edited, "sh", "-c", "sed -i 's/\"quota_backend_bytes\": [0-9]*/\"quota_backend_bytes\": 1/' " + fact)
+    try:
+        check = playbook("playbooks/etcd_events.yml", "--check", "--diff")
+        assert check.returncode == 0, check.stdout[-3000:]
+        start = check.stdout.split("Enable and start etcd-events.service]")[1].split("TASK [")[0]
+        assert re.search(r"changed: \[%s\]" % re.escape(disabled), start), start
+        record = check.stdout.split("Record what events_etcd applied]")[-1].split("TASK [")[0]
+        assert re.search(r"changed: \[%s\]" % re.escape(edited), record), check.stdout[-3000:]
+        assert node(disabled, "systemctl", "is-enabled", "etcd-events", check=False).stdout.strip() == "disabled"
+        assert '"quota_backend_bytes": 1' in node(edited, "cat", fact).stdout.replace(",", "")
+        run = playbook("playbooks/etcd_events.yml")
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert changed(run, disabled) and changed(run, edited), run.stdout[-3000:]
+        node(stopped, "systemctl", "stop", "etcd-events")
+        run = playbook("playbooks/etcd_events.yml", "-l", stopped)
+        assert run.returncode == 0 and changed(run, stopped), run.stdout[-3000:]
+    finally:
+        node(disabled, "systemctl", "enable", "etcd-events")
+        node(stopped, "systemctl", "start", "etcd-events")
+    assert node(disabled, "systemctl", "is-enabled", "etcd-events").stdout.strip() == "enabled"
+    assert node(stopped, "systemctl", "is-active", "etcd-events").stdout.strip() == "active"
+    assert '"quota_backend_bytes": 1' not in node(edited, "cat", fact).stdout.replace(",", "")
+    again = playbook("playbooks/etcd_events.yml")
+    assert again.returncode == 0, again.stdout[-3000:]
+    for host in members:
+        assert re.search(r"%s\s+: ok=\d+\s+changed=0 " % re.escape(host), again.stdout), again.stdout[-3000:]

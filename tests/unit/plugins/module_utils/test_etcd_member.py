@@ -135,3 +135,25 @@ def test_the_start_plan_returns_what_it_read():
     assert plan["ssd_marker"] == "2026-12-01T10:00:00Z"
     assert em.start_plan(True, "[1, 2]", "not json", 3)["recorded"] == {}
     assert em.start_plan(True, "[1, 2]", "not json", 3)["ssd_marker"] == ""
+
+
+RUNNING = "LoadState=loaded\nActiveState=active\nUnitFileState=enabled\n"
+
+
+@pytest.mark.parametrize("data,mark,show,running,start", [
+    # converged and running: the enable-and-start step has nothing to do
+    (True, MARKER, RUNNING, True, False),
+    # stopped, failed, disabled, or not installed behind the run's back: it starts or enables the unit
+    (True, MARKER, RUNNING.replace("=active", "=inactive"), False, True),
+    (True, MARKER, RUNNING.replace("=active", "=failed"), False, True),
+    (True, MARKER, RUNNING.replace("=enabled", "=disabled"), False, True),
+    (True, MARKER, "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n", False, True),
+    # running, but its SSD was wiped (the member is stopped and re-added first) or its data is gone: it starts
+    (True, '{"wiped_at": "2026-12-04T08:00:00Z"}', RUNNING, True, True),
+    (False, MARKER, RUNNING, True, True),
+    # systemd not asked: always
+    (True, MARKER, None, False, True),
+])
+def test_whether_the_unit_needs_starting(data, mark, show, running, start):
+    plan = em.start_plan(data, FACT, mark, 3, show)
+    assert (plan["running"], plan["start"]) == (running, start)

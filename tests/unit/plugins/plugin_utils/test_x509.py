@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils import _x509 as X
@@ -133,3 +133,42 @@ def test_a_certificate_or_issuer_that_is_no_pem_certificate_is_due(pki):
     assert member_due(d) == ""
     (d / "ca.crt").write_text("not a certificate\n")
     assert "the issuer %s is not a PEM certificate" % (d / "ca.crt") in member_due(d)
+
+
+def rsa_key(path, password=None):
+    k = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    enc = serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
+    path.write_bytes(k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, enc))
+    return k
+
+
+def test_rsa_keys_community_crypto_makes_are_read_for_their_public_half(tmp_path):
+    # community.crypto's openssl_privatekey makes RSA keys by default: read without python-cryptography's check of
+    # the private numbers (nothing is signed with the key here), and still compared with the certificate's
+    k = rsa_key(tmp_path / "m.key")
+    cert(tmp_path / "m.crt", k, "etcd-events-1", sans=("DNS:etcd-events-1",))
+    assert X.due(str(tmp_path / "m.crt"), str(tmp_path / "m.key"), common_name="etcd-events-1", now=NOW) == ""
+    rsa_key(tmp_path / "other.key")
+    assert "is not for the key" in X.due(str(tmp_path / "m.crt"), str(tmp_path / "other.key"), now=NOW)
+    # a key under a passphrase is not one the role can use: due, as before
+    rsa_key(tmp_path / "locked.key", password=b"secret")
+    assert "is not a PEM private key without a password" in X.due(str(tmp_path / "m.crt"),
+                                                                   str(tmp_path / "locked.key"), now=NOW)
+
+
+def test_an_older_python_cryptography_reads_the_key_with_its_check(tmp_path, monkeypatch):
+    # python-cryptography < 39 has no unsafe_skip_rsa_key_validation: the key is read as it always was
+    k = rsa_key(tmp_path / "m.key")
+    cert(tmp_path / "m.crt", k, "etcd-events-1")
+    real = serialization.load_pem_private_key
+    calls = []
+
+    def old(data, password, backend=None):
+        calls.append(password)
+        return real(data, password)
+
+    monkeypatch.setattr(X.serialization, "load_pem_private_key", old)
+    assert X.due(str(tmp_path / "m.crt"), str(tmp_path / "m.key"), now=NOW) == ""
+    assert calls == [None]
+    rsa_key(tmp_path / "locked.key", password=b"secret")
+    assert "without a password" in X.due(str(tmp_path / "m.crt"), str(tmp_path / "locked.key"), now=NOW)
