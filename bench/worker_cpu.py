@@ -78,16 +78,16 @@ def main():
         subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", base], check=False)
     med = dict((label, dict((a, statistics.median(v)) for a, v in acts.items())) for label, acts in per_action.items())
     width = max([44] + [len(a) for m in med.values() for a in m])
-    print("\n%-*s %10s %10s" % (width, "worker CPU-s per node, median", "baseline", "current"))
+    print("\n%s %10s %10s" % ("worker CPU-s per node, median".ljust(width), "baseline", "current"))
     for action in sorted(set(med["baseline"]) | set(med["current"]), key=lambda a: -med["baseline"].get(a, 0)):
-        print("%-*s %10.3f %10.3f" % (width, action, med["baseline"].get(action, 0), med["current"].get(action, 0)))
+        print("%s %10.3f %10.3f" % (action.ljust(width), med["baseline"].get(action, 0), med["current"].get(action, 0)))
     totals = dict((label, sum(m.values())) for label, m in med.items())
     ratio = totals["baseline"] / totals["current"]
-    print("%-*s %10.3f %10.3f  (%.2fx)" % (width, "all workers", totals["baseline"], totals["current"], ratio))
+    print("%s %10.3f %10.3f  (%.2fx)" % ("all workers".ljust(width), totals["baseline"], totals["current"], ratio))
     nodes = dict((label, statistics.median(v)) for label, v in per_node.items())
     ratio = nodes["baseline"] / nodes["current"]
-    print("%-*s %10.2f %10.2f  (%.2fx; the whole run, noisier)"
-          % (width, "controller CPU-s per node", nodes["baseline"], nodes["current"], ratio))
+    print("%s %10.2f %10.2f  (%.2fx; the whole run, noisier)"
+          % ("controller CPU-s per node".ljust(width), nodes["baseline"], nodes["current"], ratio))
     name = "worker_cpu.json" if args.group == GROUP and args.by == "action" else "worker_cpu_%s_%s.json" % (
         args.group, args.by)
     with open(os.path.join(REPO, "bench", name), "w") as f:

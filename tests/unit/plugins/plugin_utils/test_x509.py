@@ -152,8 +152,8 @@ def test_rsa_keys_community_crypto_makes_are_read_for_their_public_half(tmp_path
     assert "is not for the key" in X.due(str(tmp_path / "m.crt"), str(tmp_path / "other.key"), now=NOW)
     # a key under a passphrase is not one the role can use: due, as before
     rsa_key(tmp_path / "locked.key", password=b"secret")
-    assert "is not a PEM private key without a password" in X.due(str(tmp_path / "m.crt"),
-                                                                   str(tmp_path / "locked.key"), now=NOW)
+    locked = X.due(str(tmp_path / "m.crt"), str(tmp_path / "locked.key"), now=NOW)
+    assert "is not a PEM private key without a password" in locked
 
 
 def test_an_older_python_cryptography_reads_the_key_with_its_check(tmp_path, monkeypatch):
