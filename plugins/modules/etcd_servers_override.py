@@ -150,7 +150,13 @@ def ask(url, tls, timeout):
                         client_cert=tls["--etcd-certfile"], client_key=tls["--etcd-keyfile"], use_proxy=False)
         return health_answer(url, resp.getcode(), resp.read().decode("utf-8", "replace"), "")
     except Exception as exc:  # any failure to get an answer is the server's answer: not healthy
-        return health_answer(url, getattr(exc, "code", -1), "", "%s" % (getattr(exc, "reason", None) or exc))
+        body = ""
+        try:  # an HTTP error's body: etcd's {"health":"false","reason":...}
+            body = exc.read().decode("utf-8", "replace").strip()[:200] if hasattr(exc, "read") else ""
+        except Exception:  # a body that cannot be read: the status alone
+            body = ""
+        why = "%s" % (getattr(exc, "reason", None) or exc)
+        return health_answer(url, getattr(exc, "code", -1), "", why + (" (%s)" % body if body else ""))
 
 
 def main():
@@ -179,7 +185,8 @@ def main():
         module.warn("Neither %s nor a kubeadm configuration file exists on this node: nothing wired. kube-apiserver "
                     "needs %s=%s#%s" % (manifest, FLAG, p["resource"], ";".join(p["servers"])))
         module.exit_json(changed=False, wired=False, changed_files=[])
-    left = "%s%s was left as it was" % (manifest, " (and %s)" % kubeadm if kubeadm_text is not None else "")
+    present = [path for path, text in ((manifest, manifest_text), (kubeadm, kubeadm_text)) if text is not None]
+    left = " and ".join(present) + (" were left as they were" if len(present) > 1 else " was left as it was")
     try:
         import yaml
     except ImportError:

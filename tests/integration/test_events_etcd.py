@@ -144,7 +144,7 @@ def test_events_cluster_down_leaves_the_manifest_as_it_was():
         proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
         assert proc.returncode != 0
         assert "The Events etcd cluster does not answer healthy from this node" in proc.stdout, proc.stdout[-3000:]
-        assert "was left as it was" in proc.stdout
+        assert "%s and %s were left as they were" % (MANIFEST, KUBEADM_CONFIG) in proc.stdout, proc.stdout[-3000:]
         assert (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG)) == before
     finally:
         node("etcd-events-1", "systemctl", "start", "etcd-events")
