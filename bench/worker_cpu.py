@@ -26,7 +26,7 @@ import fleet  # noqa: E402  (the lab's hosts, a worktree of a revision, one meas
 GROUP = "kube_node_cpu"
 
 
-def measure(tree, group, hosts, by="action"):
+def measure(tree, group, hosts, key="action"):
     """One idempotent run: {action or task: [cpu_s of each task and host]}, and the run's controller CPU-s per node."""
     fleet.run(tree, group, hosts, measure=False)  # the tree's own state on the nodes first
     fd, out = tempfile.mkstemp(prefix="worker-cpu-", suffix=".jsonl")
@@ -41,9 +41,9 @@ def measure(tree, group, hosts, by="action"):
         os.remove(out)
     if row["changed"]:
         raise SystemExit("worker_cpu: %s changed %d tasks on its second run" % (tree, row["changed"]))
-    by_key, by = by, collections.defaultdict(list)
+    by = collections.defaultdict(list)
     for r in rows:
-        by[r["action"] if by_key == "action" else "%s | %s" % (r["action"], r["task"])].append(r["cpu_s"])
+        by[r["action"] if key == "action" else "%s | %s" % (r["action"], r["task"])].append(r["cpu_s"])
     return by, row["cpu_s_per_node"]
 
 

@@ -46,7 +46,8 @@ def plan(yaml, manifest_text, container_name, kubeadm_text, resource, servers, t
 
     Returns dict(tls: the API server's etcd client TLS files, from its flags - or, without a manifest, the ones given;
     manifest/kubeadm: dict(before, after (None when unchanged), value) or None when the file is absent).
-    Raises WireError, touching nothing, when a file does not parse, or the API server has no etcd client TLS flags.
+    Raises WireError, touching nothing, when a file does not parse, or the API server has no etcd client TLS flags
+    (or, without a manifest, tls_without_manifest lacks one).
     """
     out = dict(manifest=None, kubeadm=None, tls=dict(tls_without_manifest))
     if manifest_text is not None:
@@ -59,11 +60,7 @@ def plan(yaml, manifest_text, container_name, kubeadm_text, resource, servers, t
             new_argv, changed = set_flags(argv, {FLAG: value})
         except (yaml.YAMLError, PodError) as exc:
             raise WireError("the manifest does not parse as a Pod (%s)" % exc) from None
-        missing = [f for f in TLS_FLAGS if not flags.get(f)]
-        if missing:
-            raise WireError("kube-apiserver has no %s; it uses one client TLS configuration for every etcd, so the "
-                            "servers (client certificates required) could not be reached" % "/".join(missing))
-        out["tls"] = dict((f, flags[f]) for f in TLS_FLAGS)
+        out["tls"] = dict((f, flags.get(f)) for f in TLS_FLAGS)
         after = None
         if changed:
             container[key] = new_argv
@@ -80,6 +77,12 @@ def plan(yaml, manifest_text, container_name, kubeadm_text, resource, servers, t
             raise WireError("kubeadm's configuration does not parse (%s)" % exc) from None
         after = yaml.safe_dump_all(docs, default_flow_style=False, sort_keys=False) if changed else None
         out["kubeadm"] = dict(before=before, value=value, after=after)
+    missing = [f for f in TLS_FLAGS if not out["tls"].get(f)]
+    if missing and manifest_text is not None:
+        raise WireError("kube-apiserver has no %s; it uses one client TLS configuration for every etcd, so the "
+                        "servers (client certificates required) could not be reached" % "/".join(missing))
+    if missing:
+        raise WireError("tls_without_manifest: give %s" % ", ".join(missing))
     return out
 
 

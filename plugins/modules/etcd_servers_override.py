@@ -197,9 +197,6 @@ def main():
     except WireError as exc:
         module.fail_json(msg="%s: %s. %s." % (manifest if manifest_text is not None else kubeadm, exc, left))
     tls = wire["tls"]
-    missing = [f for f in ("--etcd-cafile", "--etcd-certfile", "--etcd-keyfile") if not tls.get(f)]
-    if missing:
-        module.fail_json(msg="tls_without_manifest: give %s. %s." % (", ".join(missing), left))
     unhealthy = health_failures([ask(url, tls, p["timeout"]) for url in p["servers"]])
     if unhealthy and not module.check_mode:
         module.fail_json(msg="%s does not answer healthy from this node with kube-apiserver's etcd client certificate "

@@ -81,6 +81,12 @@ def test_a_file_that_cannot_be_wired_fails_before_anything_is_written(manifest, 
         plan(manifest, kubeadm)
 
 
+def test_without_a_manifest_every_tls_file_must_be_given():
+    with pytest.raises(o.WireError, match="tls_without_manifest: give --etcd-keyfile"):
+        o.plan(yaml, None, "kube-apiserver", KUBEADM, "/events", SERVERS,
+               {"--etcd-cafile": "/k/ca.crt", "--etcd-certfile": "/k/c.crt"})
+
+
 def test_a_resource_without_a_group_fails():
     with pytest.raises(o.WireError, match="must be group/resource"):
         plan(resource="events")
