@@ -46,8 +46,9 @@ PLAYBOOKS = {"kube_node_cpu": "node_cpu.yml", "kube_node_gpu": "node_gpu.yml", "
 LOCAL = {"set_fact", "assert", "include_tasks", "include_role", "import_tasks", "import_role", "debug", "fail",
          "meta", "include_vars", "validate_argument_spec", "add_host", "group_by", "set_stats", "pause"}
 CONTROLLER_ACTIONS = {"kubescale.tuning.check_vars", "kubescale.tuning.validate_roles"}
-# Classes whose nodes are members of one cluster: never more than the lab's own count (lab/nodes.py's defaults).
-MEMBERS = {"etcd": 3, "etcd_events": 3, "kube_control_plane": 1}
+# Classes whose nodes are members of one cluster: never more than a cluster has - the lab's three members of each
+# etcd, and kubeadm's HA control plane of three (the lab starts cp-2 and cp-3 on the same etcd when asked for them).
+MEMBERS = {"etcd": 3, "etcd_events": 3, "kube_control_plane": 3}
 # One serial batch: the rollout batches are a deployment choice, not a cost of the tunings.
 ONE_BATCH = '{"kubescale_serial_%s": ["100%%"]}'
 

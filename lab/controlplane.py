@@ -12,6 +12,7 @@ kubeadm's configuration from then on. Binaries are refreshed whenever the build 
 """
 
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -132,8 +133,9 @@ def _ca(name, cn):
 CLIENT = ["extendedKeyUsage=clientAuth", "keyUsage=critical,digitalSignature,keyEncipherment"]
 
 
-def ensure_k8s_pki(cp):
-    """kubeadm's control plane PKI for one node (the serving certificate carries its name and address)."""
+def ensure_k8s_pki(cp, controller_conf=True):
+    """kubeadm's control plane PKI for one node (the serving certificate carries its name and address); with
+    controller_conf, the controller's admin.conf points at this node's kube-apiserver."""
     ca_key, ca_crt = _ca("ca", "kubernetes")
     fp_key, fp_crt = _ca("front-proxy-ca", "front-proxy-ca")
     _key_pair(os.path.join(K8S_PKI, "sa"))
@@ -158,10 +160,11 @@ def ensure_k8s_pki(cp):
     for user, subject in users.items():
         key, crt = issue_cert(user + "-client", subject, CLIENT, ca_crt, ca_key, K8S_PKI)
         confs[user + ".conf"] = kubeconfig(subject.rsplit("CN=", 1)[1], "https://%s:6443" % cp["ip"], ca_crt, crt, key)
-    with open(ADMIN_CONF + ".tmp", "w") as f:
-        f.write(confs["admin.conf"])
-    os.chmod(ADMIN_CONF + ".tmp", 0o600)
-    os.replace(ADMIN_CONF + ".tmp", ADMIN_CONF)
+    if controller_conf:
+        with open(ADMIN_CONF + ".tmp", "w") as f:
+            f.write(confs["admin.conf"])
+        os.chmod(ADMIN_CONF + ".tmp", 0o600)
+        os.replace(ADMIN_CONF + ".tmp", ADMIN_CONF)
     return files, confs
 
 
@@ -222,12 +225,16 @@ def ensure_control_plane(cps, etcd_members, etcd_client_files):
     if not servers:
         raise LabError("the lab's control plane stores its objects in the kubeadm etcd cluster: LAB_ETCD_KUBEADM_NODES "
                        "must be 1 or more")
+    # More than one node: kubeadm's HA shape, every node its own kube-apiserver on the same etcd, the scheduler and
+    # the controller manager electing a leader. The controller and kwok talk to the first node's API server, and kwok
+    # runs there only (two would both renew every fake Node's Lease).
     for cp in cps:
         cname = PREFIX + cp["name"]
+        first = cp is cps[0]
         changed = install_binaries(cname, build_dir)
         if changed:
             log("%s: installed %s" % (cp["name"], ", ".join(changed)))
-        files, confs = ensure_k8s_pki(cp)
+        files, confs = ensure_k8s_pki(cp, controller_conf=first)
         put_file(cname, "/etc/kwok/kwok.yaml", kwok_config(build_dir), "0644")
         put_file(cname, "/etc/kubernetes/kwok.conf", confs["kwok.conf"])
         put_file(cname, "/etc/systemd/system/kwok.service", KWOK_UNIT.format(lease=KWOK_LEASE_SECONDS), "0644")
@@ -248,10 +255,15 @@ def ensure_control_plane(cps, etcd_members, etcd_client_files):
                 "kubeadm-config.yaml.tmpl", ETCD_SERVERS_LIST=", ".join(servers.split(",")), **values))
             log("%s: kubeadm-shaped control plane placed (etcd %s)" % (cp["name"], servers))
         docker("exec", cname, "systemctl", "daemon-reload")
-        docker("exec", cname, "systemctl", "enable", "--now", "kubelet.service", "kwok.service")
+        docker("exec", cname, "systemctl", "enable", "--now", "kubelet.service")
+        if not first:
+            docker("exec", cname, "systemctl", "disable", "--now", "kwok.service")
+            continue
+        docker("exec", cname, "systemctl", "enable", "--now", "kwok.service")
         if "kwok" in changed:
             docker("exec", cname, "systemctl", "restart", "kwok.service")
-    wait_ready(cps[0])
+    for cp in cps:
+        wait_ready(cp)
     ensure_kwok_nodes(build_dir, kwok_counts())
     ensure_cluster_dns(build_dir)
     return build_dir
@@ -302,7 +314,10 @@ def ensure_kwok_nodes(build_dir, counts, timeout=600):
         log("created %d kwok Nodes" % len(missing))
     extra = sorted(have - names)
     if extra:
-        kubectl(build_dir, "delete", "node", *extra)
+        # kubectl deletes one object per request, in turn: four at once, so thousands go in minutes, not ten
+        chunks = [extra[i::4] for i in range(4) if extra[i::4]]
+        with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
+            list(pool.map(lambda chunk: kubectl(build_dir, "delete", "node", "--wait=false", *chunk), chunks))
         log("removed %d kwok Nodes beyond LAB_KWOK_NODES" % len(extra))
     deadline = time.time() + timeout
     while True:

@@ -12,9 +12,9 @@ Standard library plus the docker CLI.  Commands:
 
 Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (3),
 LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: kubeadm's etcd as
-static pods, run by a stand-in for the kubelet). The control plane node runs a real kube-apiserver,
-kube-controller-manager and kube-scheduler on the kubeadm etcd, and kwok with LAB_KWOK_NODES (50) fake Nodes
-(lab/controlplane.py).
+static pods, run by a stand-in for the kubelet). Each control plane node runs a real kube-apiserver,
+kube-controller-manager and kube-scheduler on the kubeadm etcd (more than one: kubeadm's HA shape), and the first
+one kwok with LAB_KWOK_NODES (50) fake Nodes (lab/controlplane.py).
 
 The Debian mirror is read from this machine's apt sources; none is written into the repository.
 """

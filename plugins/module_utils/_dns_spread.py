@@ -156,3 +156,33 @@ def pdb(deployment, name, max_unavailable):
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": meta.get("namespace")},
             "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": dict(selector)}}}
+
+
+def pdb_patch(desired, have):
+    """The JSON merge patch that makes the budget `have` (as the API returns it) the `desired` one: maxUnavailable set,
+    minAvailable removed (a budget has one or the other), the selector's labels exactly the desired ones."""
+    want = desired["spec"]["selector"]["matchLabels"]
+    labels = dict((k, None) for k in (((have.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+                  if k not in want)
+    labels.update(want)
+    return {"spec": {"maxUnavailable": desired["spec"]["maxUnavailable"], "minAvailable": None,
+                     "selector": {"matchLabels": labels, "matchExpressions": None}}}
+
+
+def template_fields(deployment):
+    """What the rule changes in a Deployment's pod template, for a diff: its affinity and topology spread constraints."""
+    pod_spec = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {})
+    return dict((key, pod_spec[key]) for key in ("affinity", "topologySpreadConstraints") if key in pod_spec)
+
+
+def max_unavailable(value):
+    """A budget's maxUnavailable as the API takes it: a count of 1 or more (an int, or its digits), or a percentage of
+    1% to 100% (a string). 0 would block every drain."""
+    if isinstance(value, bool):
+        raise SpreadError("%r is not a count or a percentage" % (value,))
+    text = str(value).strip()
+    if text.endswith("%") and text[:-1].isdigit() and 1 <= int(text[:-1]) <= 100:
+        return "%d%%" % int(text[:-1])
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise SpreadError("%r must be a count of 1 or more or a percentage like 25%%" % (value,))

@@ -7,13 +7,16 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 
+import controlplane
 import pytest
 import yaml
 from kube import kubectl
 from labnode import node
-from test_etcd import playbook, recap
+from test_etcd import ENV, playbook, recap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
@@ -151,3 +154,43 @@ def test_bad_input_is_refused_and_changes_nothing(converged, extra, message):
     assert message in proc.stdout.replace("\n        ", " "), proc.stdout[-3000:]
     assert "changed=0" in proc.stdout
     assert files() == before and objects() == objs and apiserver_pid() == pid
+
+
+def level():
+    return json.loads(kubectl("get", "prioritylevelconfiguration", NAME, "-o", "json").stdout)
+
+
+def test_a_priority_level_changed_by_hand_is_predicted_and_put_back(converged):
+    kubectl("patch", "prioritylevelconfiguration", NAME, "--type=merge", "-p",
+            json.dumps({"spec": {"limited": {"nominalConcurrencyShares": 99}}}))
+    objs = objects()
+    check = run("--check", "--diff")
+    assert check.returncode == 0 and recap(check, "cp-1")["changed"] == 1, check.stdout[-3000:]
+    assert re.search(r"^-\s+nominalConcurrencyShares: 99$", check.stdout, re.M), check.stdout[-3000:]
+    assert re.search(r"^\+\s+nominalConcurrencyShares: 10$", check.stdout, re.M), check.stdout[-3000:]
+    assert objects() == objs
+    real = run()
+    assert real.returncode == 0 and recap(real, "cp-1")["changed"] == 1, real.stdout[-3000:]
+    assert level()["spec"]["limited"]["nominalConcurrencyShares"] == 10
+    again = run()
+    assert again.returncode == 0 and recap(again, "cp-1")["changed"] == 0, again.stdout[-3000:]
+
+
+def test_an_object_the_api_server_refuses_leaves_the_others_as_they_were(converged):
+    # kube_objects on its own: a valid change of the priority level, then a FlowSchema the API server's own
+    # validation refuses (matchingPrecedence above 10000). Both were sent as dry runs first, so neither is written.
+    good = level()
+    good = {"apiVersion": good["apiVersion"], "kind": good["kind"], "metadata": {"name": NAME},
+            "spec": dict(good["spec"], limited=dict(good["spec"]["limited"], nominalConcurrencyShares=20))}
+    bad = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": NAME},
+           "spec": {"matchingPrecedence": 20000, "priorityLevelConfiguration": {"name": NAME}}}
+    objs = objects()
+    proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-e", json.dumps({"kubeconfig": controlplane.ADMIN_CONF, "objects": [good, bad]}),
+                           "tests/integration/kube_objects.yml"], cwd=REPO,
+                          env=dict(ENV, ANSIBLE_STDOUT_CALLBACK="json"), capture_output=True, text=True, check=False)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result["msg"].startswith("FlowSchema %s (dry run): HTTP 422 " % NAME), result["msg"]
+    assert "matchingPrecedence" in result["msg"] and result["msg"].endswith("Nothing was sent."), result["msg"]
+    assert objects() == objs

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from kube import wait_for
 from test_etcd import node, playbook, recap
+from test_tags import run_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
@@ -309,3 +310,34 @@ def test_the_kubelet_refuses_a_cgroup_v1_host_unless_told(bins, tmp_path):
         path.write_text(path.read_text() + "failCgroupV1: false\n")
         proc = kubelet_check(bins, path, cgroup2=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_bad_variable_of_any_control_plane_role_fails_the_node_before_any_role_runs(api):
+    # As the workers' (test_tags.py): scheduler_binpack's and apiserver_load's (the last role) specs refuse these. The
+    # one validation task names both, and it is the only task that ran: not arp_sysctl on the node, and not the API
+    # objects dns_spread and apiserver_load apply from the controller. Last in this file: the tests before it put back
+    # what they changed.
+    files = ["/etc/sysctl.d/90-kubescale-arp.conf", "/etc/docker/daemon.json", "/etc/kubernetes/manifests",
+             "/etc/kubernetes/kubeadm-config.yaml", "/etc/ansible/facts.d"]
+    listing = "sha256sum /etc/sysctl.d/90-kubescale-arp.conf /etc/docker/daemon.json /etc/kubernetes/manifests/* " \
+              "/etc/kubernetes/kubeadm-config.yaml; ls -l --time-style=full-iso %s" % " ".join(files)
+    objects = ["deployment/coredns", "prioritylevelconfiguration/kubescale-node-agents",
+               "flowschema/kubescale-node-agents"]
+
+    def versions():
+        return api("get", "-n", "kube-system", *objects, "-o",
+                   "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}").stdout
+
+    before, api_before = node("cp-1", "sh", "-c", listing).stdout, versions()
+    assert api_before.count("=") == 3, api_before
+    report = {}
+    ran = run_json("playbooks/control_plane.yml", "-l", "cp-1", "-e", "scheduler_binpack_strategy=LeastAllocated",
+                   "-e", "apiserver_load_queues=many", rc=2, report=report)
+    assert [name for name, _h, _c in ran] == ["Check every role's variables against its argument spec"]
+    failed = report["plays"][0]["tasks"][0]["hosts"]["cp-1"]
+    assert failed["failed"] and sorted(failed["argument_errors"]) == ["apiserver_load", "scheduler_binpack"]
+    assert ("scheduler_binpack: value of scheduler_binpack_strategy must be one of: MostAllocated, "
+            "RequestedToCapacityRatio, got: LeastAllocated") in failed["msg"]
+    assert "apiserver_load: argument 'apiserver_load_queues' is of type" in failed["msg"]
+    assert node("cp-1", "sh", "-c", listing).stdout == before
+    assert versions() == api_before

@@ -6,15 +6,19 @@ bin-packing profile in place)."""
 
 import json
 import os
+import subprocess
+import sys
 
+import controlplane
 import pytest
 import yaml
 from kube import kubectl, wait_for
-from test_etcd import playbook, recap
+from test_etcd import ENV, playbook, recap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 ROLE = "tests/integration/dns_role.yml"
+MODULE = "tests/integration/dns_module.yml"
 NS, NAME = "kube-system", "coredns"
 TEST_LABEL = "kubescale.io/dns-test"
 
@@ -160,3 +164,58 @@ def test_bad_input_is_refused_and_changes_no_object(dns, extra, message):
     assert message in proc.stdout.replace("\n        ", " "), proc.stdout[-3000:]
     assert "changed=0" in proc.stdout
     assert objects() == rv
+
+
+def module(*flags, **extra):
+    """kubescale.tuning.dns_spread called on its own, from the controller as the role calls it: (rc, its result)."""
+    extra.setdefault("kubeconfig", controlplane.ADMIN_CONF)
+    proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-e", json.dumps(extra), MODULE] + list(flags), cwd=REPO,
+                          env=dict(ENV, ANSIBLE_STDOUT_CALLBACK="json"), capture_output=True, text=True, check=False)
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return proc.returncode, result
+
+
+def test_the_nodes_are_read_page_by_page_and_only_their_count_comes_back(dns):
+    total = len(kubectl("get", "nodes", "-o", "name").stdout.split())
+    rc, one = module("--check", page_size=500)
+    rc7, paged = module("--check", page_size=7)
+    assert rc == rc7 == 0, (one, paged)
+    assert one["nodes"] == paged["nodes"] == total and total > 7
+    assert one["plan"] == paged["plan"]
+    assert "items" not in json.dumps(paged)  # no Node object in the result
+
+
+def test_a_budget_changed_by_hand_is_predicted_and_put_back(dns):
+    assert run().returncode == 0
+    kubectl("patch", "pdb", "-n", NS, NAME, "--type=merge", "-p",
+            json.dumps({"spec": {"maxUnavailable": None, "minAvailable": 1,
+                                 "selector": {"matchLabels": {"k8s-app": "kube-dns", TEST_LABEL: "yes"}}}}))
+    before = objects()
+    rc, check = module("--check", "--diff")
+    assert rc == 0 and check["changed"] and check["pdb_changed"] and not check["deployment_changed"], check
+    assert check["diff"] == [{
+        "before": {"spec": {"minAvailable": 1,
+                            "selector": {"matchLabels": {"k8s-app": "kube-dns", TEST_LABEL: "yes"}}}},
+        "after": {"spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"k8s-app": "kube-dns"}}}},
+        "before_header": "PodDisruptionBudget %s/%s" % (NS, NAME),
+        "after_header": "PodDisruptionBudget %s/%s" % (NS, NAME)}]
+    assert objects() == before
+    real = run()
+    assert real.returncode == 0 and recap(real, "cp-1")["changed"] == 1, real.stdout[-3000:]
+    pdb = json.loads(kubectl("get", "pdb", "-n", NS, NAME, "-o", "json").stdout)["spec"]
+    assert pdb == {"maxUnavailable": 1, "selector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+    again = run()
+    assert again.returncode == 0 and recap(again, "cp-1")["changed"] == 0, again.stdout[-3000:]
+
+
+def test_a_missing_budget_is_created_in_a_real_run_only(dns):
+    kubectl("delete", "pdb", "-n", NS, NAME)
+    rc, check = module("--check")
+    assert rc == 0 and check["pdb_changed"], check
+    assert kubectl("get", "pdb", "-n", NS, NAME, check=False).returncode != 0
+    rc, real = module()
+    assert rc == 0 and real["pdb_changed"] and real["changed"], real
+    assert json.loads(kubectl("get", "pdb", "-n", NS, NAME, "-o", "json").stdout)["spec"]["maxUnavailable"] == 1
+    rc, again = module()
+    assert rc == 0 and not again["changed"], again

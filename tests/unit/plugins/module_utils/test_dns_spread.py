@@ -147,3 +147,32 @@ def test_kubeadms_own_preferred_term_is_replaced_not_doubled():
         {"key": "k8s-app", "operator": "In", "values": ["kube-dns"]}]}, "topologyKey": "kubernetes.io/hostname"}}
     dep = deployment(2, {"affinity": {ANTI: {d.PREFERRED: [kubeadm]}}})
     assert anti(d.plan(dep, nodes(5))) == {d.REQUIRED: [TERM], d.PREFERRED: None}
+
+
+def test_the_budget_patch_sets_max_unavailable_drops_min_available_and_foreign_labels():
+    have = {"spec": {"minAvailable": 1, "selector": {"matchLabels": {"k8s-app": "kube-dns", "old": "x"}}}}
+    assert d.pdb_patch(d.pdb(deployment(), "coredns", "25%"), have) == {"spec": {
+        "maxUnavailable": "25%", "minAvailable": None,
+        "selector": {"matchLabels": {"k8s-app": "kube-dns", "old": None}, "matchExpressions": None}}}
+    # a budget that is already right gets the same values back (the API server stores nothing new)
+    right = {"spec": {"maxUnavailable": 1, "selector": {"matchLabels": SEL}}}
+    assert d.pdb_patch(d.pdb(deployment(), "coredns", 1), right)["spec"]["selector"]["matchLabels"] == SEL
+
+
+def test_the_diff_shows_the_pod_templates_affinity_and_constraints_only():
+    dep = deployment(2, {"containers": [{"name": "coredns"}], "affinity": {ANTI: {d.REQUIRED: [TERM]}},
+                         "topologySpreadConstraints": [{"maxSkew": 1}]})
+    assert d.template_fields(dep) == {"affinity": {ANTI: {d.REQUIRED: [TERM]}},
+                                      "topologySpreadConstraints": [{"maxSkew": 1}]}
+    assert d.template_fields(deployment()) == {}
+
+
+@pytest.mark.parametrize("value,want", [(1, 1), ("3", 3), (" 25% ", "25%"), ("100%", "100%"), ("07", 7)])
+def test_max_unavailable_a_count_or_a_percentage(value, want):
+    assert d.max_unavailable(value) == want
+
+
+@pytest.mark.parametrize("value", [0, "0", "0%", "101%", "-1", "a", True, None, 1.5, "%"])
+def test_max_unavailable_refuses_what_would_block_drains_or_is_no_number(value):
+    with pytest.raises(d.SpreadError, match="count of 1 or more or a percentage|not a count"):
+        d.max_unavailable(value)
