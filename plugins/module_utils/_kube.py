@@ -52,6 +52,10 @@ class KubeError(Exception):
     pass
 
 
+class SendError(KubeError):
+    """A change the API server took as a dry run and then refused, or that did not reach it, when sent for real."""
+
+
 def api_client(kubeconfig, context):
     """The client for `kubeconfig` (or the client's default file: KUBECONFIG, ~/.kube/config), else the in-cluster
     service account when no kubeconfig was named."""
@@ -82,6 +86,13 @@ def data(response):
     return json.loads(response.data)
 
 
+def failure(step, exc, sent=()):
+    """What a call says when `step` failed with `exc`: the API server's words, and what was sent before it."""
+    why = api_error(exc) if isinstance(exc, ApiException) else str(exc)
+    done = "Sent before it: %s." % ", ".join(sent) if sent else "Nothing was sent."
+    return "%s: %s. %s" % (step, why, done)
+
+
 def kind_of(obj):
     """The table entry of `obj`'s kind; an object of another kind, or without a name, is refused."""
     key = (obj.get("apiVersion"), obj.get("kind"))
@@ -107,27 +118,50 @@ def compared(obj):
 
 
 class Change(object):
-    """One object's planned change: `changed`, `before` and `after` (what the dry run says the API server would
-    store), and the request `write` sends for real."""
+    """One object's planned change: `changed` (judged by the spec the dry run says the API server would store, against
+    the one it has), its diff (of `shown(object)`: the spec, unless told), and the request `write` sends for real."""
 
-    def __init__(self, obj, have, stored, call, args, kwargs):
+    def __init__(self, obj, have, stored, call, args, kwargs, shown=compared):
         self.obj, self.have, self.stored = obj, have, stored
         self.label = label(obj)
         self.changed = have is None or compared(stored) != compared(have)
-        self._call, self._args, self._kwargs = call, args, kwargs
+        self._call, self._args, self._kwargs, self._shown = call, args, kwargs, shown
 
     def diff(self):
-        return dict(before=compared(self.have) if self.have is not None else {}, after=compared(self.stored),
+        return dict(before=self._shown(self.have) if self.have is not None else {}, after=self._shown(self.stored),
                     before_header=self.label + (" (none)" if self.have is None else ""), after_header=self.label)
 
     def write(self, timeout):
         self._call(*self._args, _preload_content=False, _request_timeout=timeout, **self._kwargs)
 
 
+def patch(obj, have, call, args, timeout, content_type=MERGE, shown=compared):
+    """The Change of sending `call(*args)` (a patch of `obj`, which the API server has as `have`) with
+    `content_type`, sent as a dry run now; an ApiException when the API server refuses it."""
+    kwargs = {"_content_type": content_type}
+    stored = data(call(*args, dry_run="All", _preload_content=False, _request_timeout=timeout, **kwargs))
+    return Change(obj, have, stored, call, args, kwargs, shown)
+
+
+def send(changes, timeout):
+    """Sends, in turn, each change that changes something, once every one was accepted as a dry run. A failure raises
+    SendError naming the change and what was sent before it."""
+    sent = []
+    for change in changes:
+        if not change.changed:
+            continue
+        try:
+            change.write(timeout)
+        except Exception as exc:  # pylint: disable=broad-except  # the API's refusals, urllib3's connection errors
+            raise SendError(failure(change.label, exc, sent)) from None
+        sent.append(change.label)
+    return sent
+
+
 def plan(api, obj, timeout, patch_for=None):
     """The Change that makes the cluster hold `obj`: a create when it is missing, else a JSON merge patch
-    (`patch_for(the object the API server has)`, or `obj`'s spec), each sent as a dry run now. An object the API server refuses raises ApiException here, before
-    anything is written."""
+    (`patch_for(the object the API server has)`, or `obj`'s spec), each sent as a dry run now. An object the API
+    server refuses raises ApiException here, before anything is written."""
     cls, suffix, namespaced = kind_of(obj)
     api_obj = getattr(k8s_client, cls)(api)
     meta = obj["metadata"]
@@ -140,14 +174,10 @@ def plan(api, obj, timeout, patch_for=None):
         if exc.status != 404:
             raise
         have = None
-    if have is None:
-        call = getattr(api_obj, "create_%s%s" % (ns_part, suffix))
-        args = (meta["namespace"], obj) if namespaced else (obj,)
-        kwargs = {}
-    else:
-        patch = patch_for(have) if patch_for else compared(obj)
-        call = getattr(api_obj, "patch_%s%s" % (ns_part, suffix))
-        args = where + (patch,)
-        kwargs = {"_content_type": MERGE}
-    stored = data(call(*args, dry_run="All", _preload_content=False, _request_timeout=timeout, **kwargs))
-    return Change(obj, have, stored, call, args, kwargs)
+    if have is not None:
+        body = patch_for(have) if patch_for else compared(obj)
+        return patch(obj, have, getattr(api_obj, "patch_%s%s" % (ns_part, suffix)), where + (body,), timeout)
+    call = getattr(api_obj, "create_%s%s" % (ns_part, suffix))
+    args = (meta["namespace"], obj) if namespaced else (obj,)
+    stored = data(call(*args, dry_run="All", _preload_content=False, _request_timeout=timeout))
+    return Change(obj, have, stored, call, args, {})

@@ -222,7 +222,7 @@ def main():
     except kube.KubeError as exc:
         module.fail_json(msg=str(exc), missing=False)
     apps, core = kube.k8s_client.AppsV1Api(api), kube.k8s_client.CoreV1Api(api)
-    step, sent = "reading Deployment %s" % where, []
+    step = "reading Deployment %s" % where
     try:
         try:
             deployment = kube.data(apps.read_namespaced_deployment(name, ns, _preload_content=False,
@@ -237,41 +237,27 @@ def main():
             want = plan(deployment, nodes, mode=p["mode"], weight=p["weight"], topology_spread=p["topology_spread"])
         except SpreadError as exc:
             module.fail_json(msg="Deployment %s: %s. Nothing was changed." % (where, exc), missing=False)
-        result = dict(changed=False, missing=False, plan=want, nodes=len(nodes), deployment_changed=False,
-                      pdb_changed=False)
-        diffs, writes = [], []
         # Every change as a dry run first, the Deployment's and the budget's: what the API server would store, against
-        # what it has. Nothing is written until both were accepted.
+        # what it has. Nothing is sent for real until both were accepted.
         step = "Deployment %s (dry run)" % where
-        stored = kube.data(apps.patch_namespaced_deployment(name, ns, want["patch"], dry_run="All",
-                                                            _content_type=kube.SMP, _preload_content=False,
-                                                            _request_timeout=timeout))
-        if stored.get("spec") != deployment.get("spec"):
-            result["deployment_changed"] = True
-            diffs.append(dict(before=template_fields(deployment), after=template_fields(stored),
-                              before_header="Deployment %s" % where, after_header="Deployment %s" % where))
-            writes.append(("Deployment %s" % where, lambda: apps.patch_namespaced_deployment(
-                name, ns, want["patch"], _content_type=kube.SMP, _preload_content=False, _request_timeout=timeout)))
+        spread = kube.patch({"kind": "Deployment", "metadata": {"name": name, "namespace": ns}}, deployment,
+                            apps.patch_namespaced_deployment, (name, ns, want["patch"]), timeout,
+                            content_type=kube.SMP, shown=template_fields)
+        changes = [spread]
         if p["pdb"]:
             desired = pdb_object(deployment, name, p["pdb_max_unavailable"])
             step = "PodDisruptionBudget %s (dry run)" % where
-            budget = kube.plan(api, desired, timeout, patch_for=lambda have: pdb_patch(desired, have))
-            if budget.changed:
-                result["pdb_changed"] = True
-                diffs.append(budget.diff())
-                writes.append(("PodDisruptionBudget %s" % where, lambda: budget.write(timeout)))
+            changes.append(kube.plan(api, desired, timeout, patch_for=lambda have: pdb_patch(desired, have)))
         if not module.check_mode:
-            for write in writes:
-                step = write[0]  # what the error below names
-                write[1]()
-                sent.append(step)
+            kube.send(changes, timeout)
+    except kube.SendError as exc:
+        module.fail_json(msg=str(exc), missing=False)
     except Exception as exc:  # pylint: disable=broad-except  # the API's refusals, urllib3's connection and TLS errors
-        why = kube.api_error(exc) if isinstance(exc, kube.ApiException) else str(exc)
-        done = "Sent before it: %s." % ", ".join(sent) if sent else "Nothing was sent."
-        module.fail_json(msg="%s: %s. %s" % (step, why, done), missing=False)
-    result["changed"] = result["deployment_changed"] or result["pdb_changed"]
-    if module._diff and diffs:
-        result["diff"] = diffs
+        module.fail_json(msg=kube.failure(step, exc), missing=False)
+    result = dict(changed=any(c.changed for c in changes), missing=False, plan=want, nodes=len(nodes),
+                  deployment_changed=spread.changed, pdb_changed=len(changes) > 1 and changes[1].changed)
+    if module._diff and result["changed"]:
+        result["diff"] = [c.diff() for c in changes if c.changed]
     module.exit_json(**result)
 
 

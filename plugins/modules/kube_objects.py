@@ -116,21 +116,17 @@ def main():
         api = kube.api_client(p["kubeconfig"], p["context"])
     except kube.KubeError as exc:
         module.fail_json(msg=str(exc))
-    changes, sent, step = [], [], None
+    changes, step = [], None
     try:
         for obj in p["objects"]:
             step = "%s (dry run)" % kube.label(obj)
             changes.append(kube.plan(api, obj, p["timeout"]))
         if not module.check_mode:
-            for change in changes:
-                if change.changed:
-                    step = change.label
-                    change.write(p["timeout"])
-                    sent.append(change.label)
+            kube.send(changes, p["timeout"])
+    except kube.SendError as exc:
+        module.fail_json(msg=str(exc))
     except Exception as exc:  # pylint: disable=broad-except  # the API's refusals, urllib3's connection and TLS errors
-        why = kube.api_error(exc) if isinstance(exc, kube.ApiException) else str(exc)
-        done = "Sent before it: %s." % ", ".join(sent) if sent else "Nothing was sent."
-        module.fail_json(msg="%s: %s. %s" % (step, why, done))
+        module.fail_json(msg=kube.failure(step, exc))
     result = dict(changed=any(c.changed for c in changes),
                   objects=[dict(object=c.label, changed=c.changed, created=c.have is None) for c in changes])
     if module._diff:

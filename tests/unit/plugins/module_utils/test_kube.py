@@ -59,3 +59,40 @@ def test_the_api_servers_own_words_for_a_refusal():
     assert k.api_error(exc) == "HTTP 422 spec.maxUnavailable: Invalid value"
     exc.body = "not json"
     assert k.api_error(exc) == "HTTP 422 Unprocessable Entity"
+
+
+class Refused(Call):
+    def __call__(self, *args, **kwargs):
+        exc = k.ApiException()
+        exc.status, exc.reason, exc.body = 422, "Unprocessable Entity", '{"message": "spec: Invalid value"}'
+        raise exc
+
+
+def test_only_changes_are_sent_in_turn_and_a_refusal_names_what_was_sent_before_it():
+    level_call, same_call, pdb_call = Call(), Call(), Refused()
+    stored = dict(LEVEL, spec={"type": "Exempt"})
+    changes = [k.Change(LEVEL, LEVEL, stored, level_call, ("agents", {}), {}),
+               k.Change(PDB, PDB, PDB, same_call, (), {}),
+               k.Change(PDB, None, PDB, pdb_call, ("kube-system", PDB), {})]
+    with pytest.raises(k.SendError) as err:
+        k.send(changes, 5)
+    assert str(err.value) == ("PodDisruptionBudget kube-system/coredns: HTTP 422 spec: Invalid value. Sent before it: "
+                              "PriorityLevelConfiguration agents.")
+    assert len(level_call.calls) == 1 and same_call.calls == []
+    assert k.send(changes[:2], 5) == ["PriorityLevelConfiguration agents"]
+
+
+def test_a_failure_before_anything_was_sent_says_so():
+    assert k.failure("FlowSchema agents (dry run)", OSError("connection refused")) == \
+        "FlowSchema agents (dry run): connection refused. Nothing was sent."
+
+
+def test_a_change_can_show_other_fields_than_the_spec():
+    have = {"kind": "Deployment", "metadata": {"name": "coredns", "namespace": "kube-system"},
+            "spec": {"replicas": 2, "template": {"spec": {"affinity": {"a": 1}}}}}
+    stored = dict(have, spec={"replicas": 2, "template": {"spec": {"affinity": {"a": 2}}}})
+    change = k.Change(have, have, stored, Call(), (), {},
+                      shown=lambda obj: obj["spec"]["template"]["spec"])
+    assert change.changed and change.diff() == {"before": {"affinity": {"a": 1}}, "after": {"affinity": {"a": 2}},
+                                                "before_header": "Deployment kube-system/coredns",
+                                                "after_header": "Deployment kube-system/coredns"}
