@@ -1,33 +1,29 @@
-"""The lab's Kubernetes control plane on the kube_control_plane nodes, the way kubeadm lays it out.
+"""The lab's Kubernetes control plane on the kube_control_plane nodes, made by the real kubeadm (lab/kubeadm.py).
 
-kube-apiserver, kube-controller-manager and kube-scheduler run as kubeadm-shaped static pods
-(lab/fixtures/*.yaml.tmpl) under the stand-in kubelet, with kubeadm's PKI under /etc/kubernetes/pki and its
-kubeconfig files (admin.conf, scheduler.conf, controller-manager.conf). The binaries are built from Go modules
-(lab/k8s). kube-apiserver stores its objects in the lab's kubeadm etcd cluster (TLS, client certificates), with the
-client certificate that events_etcd's `apiserver` entry point checks the Events cluster with. kwok (a systemd unit on
-the same node) keeps LAB_KWOK_NODES fake Nodes Ready with the capacity of the worker classes' VM sizes.
+kube-apiserver, kube-controller-manager and kube-scheduler run as kubeadm's static pods under the stand-in kubelet,
+their objects in the external etcd hosts' cluster, behind HAProxy on the lab's load balancer node (the
+controlPlaneEndpoint). The controller reaches the API server with the first node's admin.conf (copied to
+lab/.state/pki/k8s/admin.conf). kwok (a systemd unit on the first node) keeps LAB_KWOK_NODES fake Nodes Ready with the
+capacity of the worker classes' VM sizes: the cluster's pods run there.
 
-Files are placed once: a node that has its kube-apiserver manifest is left to the roles, which own the manifests and
-kubeadm's configuration from then on. Binaries are refreshed whenever the build changes.
+Nodes are made once: a node that has joined is left to the roles, which own the manifests and kubeadm's configuration
+from then on. The binaries are links into the lab's build, so a rebuilt control plane is the next start's.
 """
 
-import base64
 import concurrent.futures
-import hashlib
 import json
 import os
 import subprocess
 import tempfile
 import time
 
-from common import PKI, PREFIX, REPO, LabError, docker, install_standin, issue_cert, log, put_file, run
+import kubeadm
+from common import PKI, PREFIX, REPO, LabError, docker, log, put_file, run
+from kubeadm import NODE_MONITOR_GRACE, SERVICE_CIDR, k8s_version  # noqa: F401 (the lab's and tests' names)
 
 K8S_BUILD = os.path.join(REPO, "lab", "k8s", "build.sh")
 K8S_PKI = os.path.join(PKI, "k8s")
 ADMIN_CONF = os.path.join(K8S_PKI, "admin.conf")  # the controller's kubeconfig (tests, benchmarks)
-SERVICE_CIDR = "10.96.0.0/12"
-SERVICE_IP = "10.96.0.1"
-BINARIES = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kubelet-config-check"]
 MANIFESTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]
 
 # The worker classes' VM sizes, as kwok's Nodes report them (allocatable = capacity: no kubelet reserves).
@@ -36,20 +32,12 @@ NODE_SIZES = {
     "kube_node_gpu": ("gpu", "Standard_NC24", {"cpu": "24", "memory": "224Gi", "pods": "110", "nvidia.com/gpu": "4"}),
 }
 # kwok renews each Node's Lease every quarter of this; 2,500 Nodes at 240 s are ~42 lease writes a second.
-# kube-controller-manager's grace before it marks a node NotReady is set above the renew interval to match.
+# kube-controller-manager's grace before it marks a node NotReady is set above the renew interval to match
+# (kubeadm.NODE_MONITOR_GRACE, in the cluster's kubeadm configuration).
 KWOK_LEASE_SECONDS = 240
-NODE_MONITOR_GRACE = "180s"
+NODE_INFO_FIELDS = ["machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+                    "kubeProxyVersion", "operatingSystem", "architecture", "kubeletVersion"]
 KWOK_STAGES = ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"]
-
-
-def k8s_version():
-    """The Kubernetes release lab/k8s/go.mod pins (its k8s.io/kubernetes requirement)."""
-    with open(os.path.join(REPO, "lab", "k8s", "go.mod")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2 and parts[0] == "k8s.io/kubernetes" and parts[1].startswith("v"):
-                return parts[1]
-    raise LabError("lab/k8s/go.mod requires no k8s.io/kubernetes version")
 
 
 def kwok_counts():
@@ -73,7 +61,11 @@ def kwok_node(group, index):
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
                        "type": "kwok", "node.kubernetes.io/instance-type": size, "kubescale.io/node-class": group},
         },
-        "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+        # kwok reports its own version as the kubelet's unless told (kubeadm upgrade checks every kubelet's); the
+        # fields left empty are kwok's to fill
+        "status": {"capacity": dict(resources), "allocatable": dict(resources),
+                   "nodeInfo": dict(dict.fromkeys(NODE_INFO_FIELDS, ""), operatingSystem="linux", architecture="amd64",
+                                    kubeletVersion=k8s_version())},
     }
 
 
@@ -91,96 +83,6 @@ def build_binaries():
                        "the lab does not start without it")
     return proc.stdout.strip().splitlines()[-1]
 
-
-def file_sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def install_binaries(cname, build_dir):
-    """Copy the binaries to /usr/local/bin on the node where they differ (a changed build replaces them)."""
-    have = run(["docker", "exec", cname, "sh", "-c", "cd /usr/local/bin && sha256sum %s 2>/dev/null; true"
-                % " ".join(BINARIES)]).stdout
-    have = dict(reversed(line.split()) for line in have.splitlines() if line.strip())
-    changed = []
-    for name in BINARIES:
-        src = os.path.join(build_dir, "bin", name)
-        if have.get(name) != file_sha(src):
-            docker("cp", src, "%s:/usr/local/bin/%s.new" % (cname, name))
-            docker("exec", cname, "mv", "/usr/local/bin/%s.new" % name, "/usr/local/bin/" + name)
-            changed.append(name)
-    return changed
-
-
-# --------------------------------------------------------------------------- PKI
-
-def _key_pair(path):
-    if not os.path.exists(path + ".key"):
-        run(["openssl", "genrsa", "-out", path + ".key", "2048"])
-        run(["openssl", "rsa", "-in", path + ".key", "-pubout", "-out", path + ".pub"])
-
-
-def _ca(name, cn):
-    key, crt = os.path.join(K8S_PKI, name + ".key"), os.path.join(K8S_PKI, name + ".crt")
-    if not os.path.exists(crt):
-        os.makedirs(K8S_PKI, exist_ok=True)
-        run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj", "/CN=" + cn,
-             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-             "-keyout", key, "-out", crt])
-    return key, crt
-
-
-CLIENT = ["extendedKeyUsage=clientAuth", "keyUsage=critical,digitalSignature,keyEncipherment"]
-
-
-def ensure_k8s_pki(cp, controller_conf=True):
-    """kubeadm's control plane PKI for one node (the serving certificate carries its name and address); with
-    controller_conf, the controller's admin.conf points at this node's kube-apiserver."""
-    ca_key, ca_crt = _ca("ca", "kubernetes")
-    fp_key, fp_crt = _ca("front-proxy-ca", "front-proxy-ca")
-    _key_pair(os.path.join(K8S_PKI, "sa"))
-    node_dir = os.path.join(K8S_PKI, "%s-%s" % (cp["name"], cp["ip"]))
-    sans = ("subjectAltName=DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
-            "DNS:kubernetes.default.svc.cluster.local,DNS:%s,IP:%s,IP:%s,IP:127.0.0.1" % (cp["name"], SERVICE_IP, cp["ip"]))
-    files = {"ca.crt": ca_crt, "ca.key": ca_key, "front-proxy-ca.crt": fp_crt, "front-proxy-ca.key": fp_key,
-             "sa.key": os.path.join(K8S_PKI, "sa.key"), "sa.pub": os.path.join(K8S_PKI, "sa.pub")}
-    key, crt = issue_cert("apiserver", "/CN=kube-apiserver", ["extendedKeyUsage=serverAuth",
-                          "keyUsage=critical,digitalSignature,keyEncipherment", sans], ca_crt, ca_key, node_dir)
-    files.update({"apiserver.key": key, "apiserver.crt": crt})
-    key, crt = issue_cert("apiserver-kubelet-client", "/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client",
-                          CLIENT, ca_crt, ca_key, K8S_PKI)
-    files.update({"apiserver-kubelet-client.key": key, "apiserver-kubelet-client.crt": crt})
-    key, crt = issue_cert("front-proxy-client", "/CN=front-proxy-client", CLIENT, fp_crt, fp_key, K8S_PKI)
-    files.update({"front-proxy-client.key": key, "front-proxy-client.crt": crt})
-    users = {"admin": "/O=system:masters/CN=kubernetes-admin",
-             "scheduler": "/CN=system:kube-scheduler",
-             "controller-manager": "/CN=system:kube-controller-manager",
-             "kwok": "/O=system:masters/CN=kwok-controller"}
-    confs = {}
-    for user, subject in users.items():
-        key, crt = issue_cert(user + "-client", subject, CLIENT, ca_crt, ca_key, K8S_PKI)
-        confs[user + ".conf"] = kubeconfig(subject.rsplit("CN=", 1)[1], "https://%s:6443" % cp["ip"], ca_crt, crt, key)
-    if controller_conf:
-        with open(ADMIN_CONF + ".tmp", "w") as f:
-            f.write(confs["admin.conf"])
-        os.chmod(ADMIN_CONF + ".tmp", 0o600)
-        os.replace(ADMIN_CONF + ".tmp", ADMIN_CONF)
-    return files, confs
-
-
-def kubeconfig(user, server, ca_crt, crt, key):
-    def b64(path):
-        with open(path, "rb") as f:
-            return base64.b64encode(f.read()).decode()
-    return json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": user + "@kubernetes",
-        "clusters": [{"name": "kubernetes", "cluster": {"server": server, "certificate-authority-data": b64(ca_crt)}}],
-        "contexts": [{"name": user + "@kubernetes", "context": {"cluster": "kubernetes", "user": user}}],
-        "users": [{"name": user, "user": {"client-certificate-data": b64(crt), "client-key-data": b64(key)}}],
-    }, indent=2) + "\n"
-
-
-# --------------------------------------------------------------------------- the node
 
 KWOK_UNIT = """[Unit]
 Description=Lab: kwok keeps the fake Nodes (and their pods) of the lab's API server alive
@@ -208,73 +110,41 @@ def kwok_config(build_dir):
     return "\n---\n".join(docs) + "\n"
 
 
-def fixture(name, **values):
-    with open(os.path.join(REPO, "lab", "fixtures", name)) as f:
-        text = f.read()
-    for key, value in values.items():
-        text = text.replace("__%s__" % key, value)
-    return text
-
-
-def ensure_control_plane(cps, etcd_members, etcd_client_files):
-    """Place (once) and start the control plane on each kube_control_plane node; return the binaries' directory."""
+def ensure_control_plane(cps, workers, lb, etcd_members, etcd_client_files):
+    """kubeadm's cluster (lab/kubeadm.py), the controller's admin.conf, kwok on the first control plane node and its
+    fake Nodes; returns the binaries' directory."""
     if not cps:
         return None
+    if not etcd_members:
+        raise LabError("the lab's control plane stores its objects in the external etcd hosts' cluster: "
+                       "LAB_ETCD_KUBEADM_NODES must be 1 or more")
+    if not lb:
+        raise LabError("the lab's control plane is reached through its load balancer: LAB_LB_NODES must be 1")
     build_dir = build_binaries()
-    servers = ",".join("https://%s:2379" % m["ip"] for m in etcd_members)
-    if not servers:
-        raise LabError("the lab's control plane stores its objects in the kubeadm etcd cluster: LAB_ETCD_KUBEADM_NODES "
-                       "must be 1 or more")
-    # More than one node: kubeadm's HA shape, every node its own kube-apiserver on the same etcd, the scheduler and
-    # the controller manager electing a leader. The controller and kwok talk to the first node's API server, and kwok
-    # runs there only (two would both renew every fake Node's Lease).
-    for cp in cps:
-        cname = PREFIX + cp["name"]
-        first = cp is cps[0]
-        changed = install_binaries(cname, build_dir)
-        if changed:
-            log("%s: installed %s" % (cp["name"], ", ".join(changed)))
-        files, confs = ensure_k8s_pki(cp, controller_conf=first)
-        put_file(cname, "/etc/kwok/kwok.yaml", kwok_config(build_dir), "0644")
-        put_file(cname, "/etc/kubernetes/kwok.conf", confs["kwok.conf"])
-        put_file(cname, "/etc/systemd/system/kwok.service", KWOK_UNIT.format(lease=KWOK_LEASE_SECONDS), "0644")
-        install_standin(cname)
-        manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-        if docker("exec", cname, "test", "-e", manifest, check=False).returncode != 0:
-            for dest, src in list(files.items()) + list(etcd_client_files.items()):
-                with open(src) as f:
-                    put_file(cname, "/etc/kubernetes/pki/" + dest, f.read())
-            for conf in ("admin.conf", "scheduler.conf", "controller-manager.conf"):
-                put_file(cname, "/etc/kubernetes/" + conf, confs[conf])
-            values = {"ADDRESS": cp["ip"], "ETCD_SERVERS": servers, "VERSION": k8s_version(),
-                      "SERVICE_CIDR": SERVICE_CIDR, "NODE_MONITOR_GRACE": NODE_MONITOR_GRACE}
-            for component in MANIFESTS:
-                put_file(cname, "/etc/kubernetes/manifests/%s.yaml" % component,
-                         fixture(component + ".yaml.tmpl", **values))
-            put_file(cname, "/etc/kubernetes/kubeadm-config.yaml", fixture(
-                "kubeadm-config.yaml.tmpl", ETCD_SERVERS_LIST=", ".join(servers.split(",")), **values))
-            log("%s: kubeadm-shaped control plane placed (etcd %s)" % (cp["name"], servers))
-        docker("exec", cname, "systemctl", "daemon-reload")
-        docker("exec", cname, "systemctl", "enable", "--now", "kubelet.service")
-        if not first:
-            docker("exec", cname, "systemctl", "disable", "--now", "kwok.service")
-            continue
-        docker("exec", cname, "systemctl", "enable", "--now", "kwok.service")
-        if "kwok" in changed:
-            docker("exec", cname, "systemctl", "restart", "kwok.service")
+    kubeadm.ensure_cluster(cps, workers, lb, etcd_members, etcd_client_files)
+    first = PREFIX + cps[0]["name"]
+    os.makedirs(K8S_PKI, exist_ok=True)
+    admin = docker("exec", first, "cat", "/etc/kubernetes/admin.conf").stdout
+    with open(ADMIN_CONF + ".tmp", "w") as f:
+        f.write(admin)
+    os.chmod(ADMIN_CONF + ".tmp", 0o600)
+    os.replace(ADMIN_CONF + ".tmp", ADMIN_CONF)
+    # kwok on the first node only (two would both renew every fake Node's Lease), through the load balancer
+    put_file(first, "/etc/kwok/kwok.yaml", kwok_config(build_dir), "0644")
+    put_file(first, "/etc/kubernetes/kwok.conf", admin)
+    unit = KWOK_UNIT.format(lease=KWOK_LEASE_SECONDS)
+    if docker("exec", first, "cat", "/etc/systemd/system/kwok.service", check=False).stdout != unit:
+        put_file(first, "/etc/systemd/system/kwok.service", unit, "0644")
+        docker("exec", first, "systemctl", "daemon-reload")
+        docker("exec", first, "systemctl", "enable", "kwok.service")
+        docker("exec", first, "systemctl", "restart", "kwok.service")
+    docker("exec", first, "systemctl", "enable", "--now", "kwok.service")
+    for cp in cps[1:]:
+        docker("exec", PREFIX + cp["name"], "systemctl", "disable", "--now", "kwok.service", check=False)
     for cp in cps:
         wait_ready(cp)
     ensure_kwok_nodes(build_dir, kwok_counts())
-    ensure_cluster_dns(build_dir)
     return build_dir
-
-
-def ensure_cluster_dns(build_dir):
-    """kubeadm's CoreDNS Deployment in kube-system, created once (roles/dns_spread owns its affinity from then on)."""
-    if kubectl(build_dir, "get", "deployment", "-n", "kube-system", "coredns", check=False).returncode == 0:
-        return
-    kubectl(build_dir, "create", "-f", os.path.join(REPO, "lab", "fixtures", "coredns.yaml"))
-    log("created the cluster DNS Deployment (kube-system/coredns)")
 
 
 def kubectl(build_dir, *args, input_data=None, check=True):
@@ -301,8 +171,18 @@ def ensure_kwok_nodes(build_dir, counts, timeout=600):
     until every one is Ready."""
     want = kwok_nodes(counts)
     names = {n["metadata"]["name"] for n in want}
-    have = set(kubectl(build_dir, "get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split())
-    have = {h.split("/", 1)[1] for h in have}
+    listed = kubectl(build_dir, "get", "nodes", "-l", "type=kwok", "-o",
+                     "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion}{\"\\n\"}{end}").stdout
+    versions = dict((line.split() + [""])[:2] for line in listed.splitlines() if line.strip())
+    have = set(versions)
+    stale = sorted(n for n, v in versions.items() if n in names and v != k8s_version())
+    if stale:  # Nodes made before kwok was told the kubelet's version
+        patch = json.dumps({"status": {"nodeInfo": {"kubeletVersion": k8s_version()}}})
+        chunks = [stale[i::4] for i in range(4) if stale[i::4]]
+        with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
+            list(pool.map(lambda chunk: [kubectl(build_dir, "patch", "node", n, "--subresource=status", "--type=merge",
+                                                 "-p", patch) for n in chunk], chunks))
+        log("set the kubelet version of %d kwok Nodes" % len(stale))
     missing = [n for n in want if n["metadata"]["name"] not in have]
     if missing:
         with tempfile.TemporaryDirectory() as d:

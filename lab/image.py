@@ -28,10 +28,10 @@ BOOT_PACKAGES = [
 # Installed in a second stage with apt (services masked from starting): what later roles need.
 ROLE_PACKAGES = [
     "docker.io", "containerd", "etcd-server", "etcd-client", "fio", "zstd", "e2fsprogs",
-    "xfsprogs", "rsync", "ntfs-3g", "util-linux", "gdisk", "python3-yaml", "busybox-static",
+    "xfsprogs", "rsync", "ntfs-3g", "util-linux", "gdisk", "python3-yaml", "busybox-static", "haproxy", "openssl",
 ]
 # Services the roles enable themselves: off in the base image so a node boots clean.
-DISABLED_UNITS = ["docker.service", "docker.socket", "containerd.service", "etcd.service"]
+DISABLED_UNITS = ["docker.service", "docker.socket", "containerd.service", "etcd.service", "haproxy.service"]
 # Units that cannot work in a container.
 MASKED_UNITS = [
     "systemd-udevd.service", "systemd-udevd-control.socket", "systemd-udevd-kernel.socket",

@@ -3,7 +3,7 @@
 import os
 
 from common import LABEL, PREFIX, REPO, log
-from nodes import CLASSES, PARENT_GROUPS, existing_containers, inspect
+from nodes import CLASSES, INFRA_GROUPS, PARENT_GROUPS, existing_containers, inspect
 
 INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 
@@ -11,9 +11,11 @@ INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 def render_inventory(labelled):
     """The inventory's text from {container name: its labels}: a group per class (children as PARENT_GROUPS says),
     each host with its SSH port, container and address, and kube_node over the two worker classes."""
-    groups = {c[0]: {} for c in CLASSES}
+    groups = {c[0]: {} for c in CLASSES if c[0] not in INFRA_GROUPS}
     for c in sorted(labelled):
         labels = labelled[c]
+        if labels[LABEL + ".group"] in INFRA_GROUPS:
+            continue
         groups[labels[LABEL + ".group"]][c[len(PREFIX):]] = {
             "ansible_port": int(labels[LABEL + ".ssh-port"]),
             "lab_container": c,

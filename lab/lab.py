@@ -11,10 +11,11 @@ Standard library plus the docker CLI.  Commands:
   redeploy  emulate an Azure redeploy of one node: wipe its resource disk, restart it
 
 Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (3),
-LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: kubeadm's etcd as
-static pods, run by a stand-in for the kubelet). Each control plane node runs a real kube-apiserver,
-kube-controller-manager and kube-scheduler on the kubeadm etcd (more than one: kubeadm's HA shape), and the first
-one kwok with LAB_KWOK_NODES (50) fake Nodes (lab/controlplane.py).
+LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: external etcd hosts set
+up with kubeadm, static pods run by a stand-in for the kubelet), LAB_LB_NODES (1: HAProxy, the controlPlaneEndpoint).
+The real kubeadm makes the cluster (lab/kubeadm.py): `kubeadm init` on the first control plane node, `kubeadm join
+--control-plane` on the others (kubeadm's HA shape), `kubeadm join` on the workers. The first control plane node runs
+kwok with LAB_KWOK_NODES (50) fake Nodes (lab/controlplane.py).
 
 The Debian mirror is read from this machine's apt sources; none is written into the repository.
 """
@@ -24,6 +25,7 @@ import os
 import sys
 
 import controlplane
+import kubeadm
 from common import LABEL, PREFIX, LabError, docker, log
 from disks import disk_path, loop_for, wipe_disk
 from image import PAUSE_IMAGE, build_ee_base_image, build_image, build_legacy_image, ensure_pause_image
@@ -41,8 +43,8 @@ from nodes import (
     wanted_nodes,
     why_stale,
 )
-from pki import ensure_pki
-from seed import ensure_etcd, ensure_kubeadm_etcd
+from pki import ensure_etcd_ca
+from seed import ensure_etcd
 
 
 def cmd_pause_image(_args):
@@ -86,10 +88,17 @@ def cmd_up(_args):
         log("removed %s (beyond the wanted node counts)" % cname)
     wait_ssh(started, key)
     write_inventory()
-    ensure_etcd([n for n in nodes if n["group"] == "etcd"])
-    ensure_kubeadm_etcd([n for n in nodes if n["group"] == "etcd_kubeadm"])
-    controlplane.ensure_control_plane([n for n in nodes if n["group"] == "kube_control_plane"],
-                                      [n for n in nodes if n["group"] == "etcd_kubeadm"], ensure_pki())
+    def of(*groups):
+        return [n for n in nodes if n["group"] in groups]
+
+    ensure_etcd(of("etcd"))
+    ensure_etcd_ca()
+    controlplane.build_binaries()  # the nodes' kubeadm and control plane binaries are links into the build
+    for node in of("etcd_events"):  # the Events etcd: the release kubeadm pins (inventories/lab/group_vars)
+        kubeadm.link_binaries(node, ["etcd"])
+    client = kubeadm.ensure_external_etcd(of("etcd_kubeadm"))
+    controlplane.ensure_control_plane(of("kube_control_plane"), of("kube_node_cpu", "kube_node_gpu"),
+                                      (of("lab_lb") or [None])[0], of("etcd_kubeadm"), client)
     log("%d nodes up" % len(started))
 
 

@@ -15,6 +15,9 @@ NETWORK = "kubescale-lab"
 SUBNET_PREFIX = os.environ.get("LAB_SUBNET_PREFIX", "172.30.213")
 CLASSES = [
     # (group, short name, env var, default count, runs dockerd, first host number, how many the range holds)
+    # The load balancer in front of the kube-apiservers (kubeadm's controlPlaneEndpoint): HAProxy, as kubeadm's HA guide
+    # suggests. Lab infrastructure, not a node class: not in the inventory.
+    ("lab_lb", "lb", "LAB_LB_NODES", 1, False, 250, 1),
     # Each class owns a range of the /24: changing one class's count never moves another class's nodes (the etcd
     # members' certificates carry their addresses).
     ("etcd", "etcd", "LAB_ETCD_NODES", 3, False, 10, 20),
@@ -28,6 +31,12 @@ CLASSES = [
 ]
 # Groups written as children of another group in the inventory.
 PARENT_GROUPS = {"etcd_kubeadm": "etcd"}
+# Lab infrastructure: nodes no playbook tunes, left out of the inventory.
+INFRA_GROUPS = {"lab_lb"}
+# The lab's Kubernetes build (lab/k8s/build.sh's cache, its `current` link the newest build), read-only in every node:
+# kubeadm, the stand-in kubelet's checks and the control plane's binaries are links into it, as packages would be.
+K8S_CACHE = os.environ.get("KUBESCALE_K8S_CACHE", "/var/cache/kubescale/k8s")
+K8S_MOUNT = "/opt/kubescale-k8s"
 
 
 def wanted_nodes():
@@ -89,6 +98,8 @@ def why_stale(labels, devices, node, key, disk, disk_exists, loop_of):
         return "its resource disk is not %s" % disk
     if (devices or [{}])[0].get("PathOnHost") != loop_of():
         return "its resource disk's loop device is gone"
+    if labels.get(LABEL + ".k8s-mount") != K8S_CACHE:
+        return "it does not mount the lab's Kubernetes build"
     if labels.get(LABEL + ".ip") != node["ip"]:
         return "its address moved from %s to %s" % (labels.get(LABEL + ".ip"), node["ip"])
     return ""
@@ -105,14 +116,15 @@ def start_node(node, tag, pubkey):
             "--label", "%s=node" % LABEL, "--label", "%s.group=%s" % (LABEL, node["group"]),
             "--label", "%s.ssh-port=%d" % (LABEL, port),
             "--label", "%s.key=%s" % (LABEL, key_id(pubkey)), "--label", "%s.disk=%s" % (LABEL, disk_path(node["name"])),
-            "--label", "%s.ip=%s" % (LABEL, node["ip"]), "--network", NETWORK, "--ip", node["ip"],
+            "--label", "%s.ip=%s" % (LABEL, node["ip"]), "--label", "%s.k8s-mount=%s" % (LABEL, K8S_CACHE),
+            "--network", NETWORK, "--ip", node["ip"],
             "--stop-signal", "SIGRTMIN+3",
             "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cgroupns=host",
             "--security-opt", "apparmor=unconfined",
             "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
             "-v", "%s:/root/.ssh/authorized_keys:ro" % pubkey,
             "-p", "127.0.0.1:%d:22" % port,
-            "--device", "%s:/dev/sdb" % loop]
+            "--device", "%s:/dev/sdb" % loop, "-v", "%s:%s:ro" % (K8S_CACHE, K8S_MOUNT)]
     if node["dockerd"]:
         argv += ["-v", "%s-docker:/var/lib/docker" % cname]
     if node["group"] == "etcd_kubeadm" and os.path.exists("/dev/fuse"):

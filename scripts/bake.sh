@@ -17,8 +17,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The lab's kubelet and kubeadm "packages" (lab/fixtures/kubeadm-packages.sh and what it installs), for the image
+packages="$(mktemp -d)"
+trap 'cleanup; rm -rf "$packages"' EXIT
+cp lab/fixtures/kubeadm-packages.sh lab/fixtures/kubelet-standin.py lab/fixtures/kubelet.service \
+  lab/fixtures/10-kubeadm.conf "$packages/"
+awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' lab/k8s/go.mod > "$packages/kubelet-version"
+
 previous="$(docker image inspect -f '{{.Id}}' "$baked" 2>/dev/null || true)"
-PACKER_LOG=0 packer build -force -color=false -var "base_image=$base" -var "pause_image=$pause" packer/lab-node.json
+PACKER_LOG=0 packer build -force -color=false -var "base_image=$base" -var "pause_image=$pause" \
+  -var "packages_dir=$packages" packer/lab-node.json
 # The image this bake replaced (635 MB, untagged by -force) is removed: repeated bakes on one machine do not pile up.
 if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$baked")" ]; then
   docker rmi "$previous" >/dev/null 2>&1 || true

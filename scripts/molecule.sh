@@ -6,12 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBESCALE_LAB_IMAGE="$(/usr/bin/python3 lab/lab.py image)"
+# The lab's Kubernetes build (kubeadm and the control plane) for the kubeadm_stacked scenario: cached, seconds when warm
+KUBESCALE_K8S_CACHE="$(dirname "$(bash lab/k8s/build.sh | tail -1)")"
 # Debian 11 (Python 3.9, no tomllib) for the toml_legacy scenario
 KUBESCALE_LEGACY_IMAGE="$(/usr/bin/python3 lab/lab.py legacy-image)"
 img="$(mktemp /var/tmp/kubescale-molecule-disk.XXXXXX)"
 truncate -s 1G "$img"
 KUBESCALE_MOLECULE_DISK="$(losetup --find --show "$img")"
-export KUBESCALE_LAB_IMAGE KUBESCALE_LEGACY_IMAGE KUBESCALE_MOLECULE_DISK
+export KUBESCALE_LAB_IMAGE KUBESCALE_LEGACY_IMAGE KUBESCALE_MOLECULE_DISK KUBESCALE_K8S_CACHE
 cleanup() { losetup -d "$KUBESCALE_MOLECULE_DISK" 2>/dev/null || true; rm -f "$img"; }
 trap cleanup EXIT
 molecule test --all "$@"

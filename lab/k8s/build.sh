@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the lab's Kubernetes control plane from Go modules only (lab/k8s/go.mod pins one release):
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok (and its node and pod stage files),
-# and the lab's own kubelet-config-check and slowdisk (bench/etcd_disk.py's emulated network disk). The binaries go
+# kubeadm, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the etcd server kubeadm pins for the release,
+# kwok (and its node and pod stage files), and the lab's own kubelet-config-check and slowdisk (bench/etcd_disk.py's emulated network disk). The binaries go
 # to a cache outside the checkout, keyed by what decides them (go.mod, go.sum, the lab's Go sources, this script), so
 # a second build takes no time.
 # Prints the directory holding bin/ and stages/ on its last line.
@@ -26,8 +26,11 @@ esac
 k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)"
 key="$(find cmd -name '*.go' -print0 | sort -z | xargs -0 cat go.mod go.sum build.sh | sha256sum | cut -c1-16)"
 cache="${KUBESCALE_K8S_CACHE:-/var/cache/kubescale/k8s}/$k8s_version-$key"
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check slowdisk)
+bins=(kubeadm etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check slowdisk)
+# `current` names the newest build (relative, so it resolves where the nodes mount the cache, lab/nodes.py)
+link_current() { ln -sfn "$(basename "$cache")" "$(dirname "$cache")/current.tmp" && mv -T "$(dirname "$cache")/current.tmp" "$(dirname "$cache")/current"; }
 if [ -f "$cache/.complete" ]; then
+  link_current
   echo "$cache"
   exit 0
 fi
@@ -46,7 +49,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 go build -trimpath -ldflags "$ldflags" -o "$cache.tmp/bin/" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kubeadm ./cmd/etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
   sigs.k8s.io/kwok/cmd/kwok ./cmd/kubelet-config-check ./cmd/slowdisk
 for b in "${bins[@]}"; do
@@ -63,8 +66,9 @@ done
 touch "$cache.tmp/.complete"
 rm -rf "$cache"
 mv "$cache.tmp" "$cache"
+link_current
 # Older builds (another go.sum or script): ~450 MB each, not kept.
 for old in "$(dirname "$cache")"/*; do
-  [ "$old" = "$cache" ] || rm -rf "$old"
+  [ "$old" = "$cache" ] || [ "$old" = "$(dirname "$cache")/current" ] || rm -rf "$old"
 done
 echo "$cache"

@@ -50,7 +50,8 @@ ARGUMENT_SPEC = dict(
 )
 
 NAMES = ("setup", "sysctl", "neigh", "ssd", "ssd_marker", "ssd_mount", "latency", "etcd", "etcd_data", "etcd_snapshots",
-         "events", "events_data", "apiserver", "overrides", "docker", "containerd", "kubelet", "images", "units")
+         "events", "events_data", "apiserver", "overrides", "docker", "containerd", "kubelet", "images", "units",
+         "kubeadm")
 
 
 def _worst(statuses):
@@ -305,6 +306,21 @@ def _control_plane(c, obs, t):
               "certificate at %s" % servers)
 
 
+def _kubeadm(c, obs):
+    """What kubeadm upgrade would revert (kubescale.tuning.kubeadm_drift): one red check per setting the node runs and
+    kubeadm's record (or an external etcd host's own file) does not carry; green when it carries them all."""
+    result = _read(c, "kubeadm", obs.get("kubeadm"), "what kubeadm renders this node from")
+    if not result or not result.get("sources"):
+        return
+    drift = result.get("drift") or []
+    for d in drift:
+        c.add("kubeadm", "%s %s" % (d.get("component"), d.get("setting")), "red", d.get("message"), d.get("node"),
+              d.get("kubeadm"))
+    if not drift:
+        c.add("kubeadm", "upgrade_keeps_tunings", "green", "kubeadm renders what this node runs (%s)"
+              % ", ".join(result["sources"]))
+
+
 def _containerd_value(config, path_v2, path_v3):
     for path in (path_v3, path_v2):
         node = config
@@ -429,6 +445,7 @@ def evaluate(host, node_class, observed, thresholds=None, now=None):
     if events_fact:
         _on_ssd(c, "etcd_events", events_fact, observed.get("events_data"), observed.get("ssd_mount"), ssd_fact)
     _control_plane(c, observed, t)
+    _kubeadm(c, observed)
     _runtime(c, facts, observed)
     if not c.items:
         c.add("audit", "tunings", "amber", "no kubescale tuning recorded on this node (no local facts): not converged?")

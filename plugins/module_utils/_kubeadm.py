@@ -45,14 +45,19 @@ def set_args(cfg, component, args):
     """Set (None removes) each of `args` in the component's extraArgs in place; returns the changed names."""
     if component not in COMPONENTS:
         raise KubeadmError("component %r is not one of %s" % (component, ", ".join(COMPONENTS)))
+    section = cfg.setdefault(component, {}) or {}
+    cfg[component] = section
+    return _set_section_args(section, args, str(cfg.get("apiVersion", "")).endswith("/v1beta4"), component)
+
+
+def _set_section_args(section, args, v1beta4, where):
     for name in args:
         if not _ARG.match(name or ""):
             raise KubeadmError("%r is not an argument name (without leading dashes, e.g. etcd-servers-overrides)"
                                % (name,))
-    v1beta4 = str(cfg.get("apiVersion", "")).endswith("/v1beta4")
-    section = cfg.setdefault(component, {}) or {}
-    cfg[component] = section
     extra = section.get("extraArgs")
+    if extra is not None and not isinstance(extra, (dict, list)):
+        raise KubeadmError("%s.extraArgs is neither a mapping nor a list" % where)
     changed = []
     if v1beta4 or isinstance(extra, list):
         items = list(extra or [])
@@ -86,6 +91,55 @@ def set_args(cfg, component, args):
     return sorted(changed)
 
 
+def local_etcd(cfg):
+    """The ClusterConfiguration's etcd.local section (made when there is no etcd section); an external etcd fails:
+    its members' settings live in their own hosts' kubeadm configuration."""
+    etcd = cfg.get("etcd")
+    if etcd is None:
+        etcd = cfg["etcd"] = {}
+    if not isinstance(etcd, dict):
+        raise KubeadmError("etcd is not a mapping")
+    if etcd.get("external"):
+        raise KubeadmError("etcd is external in this ClusterConfiguration: the members' settings are in their own "
+                           "hosts' kubeadm configuration, not here")
+    local = etcd.get("local")
+    if local is None:
+        local = etcd["local"] = {}
+    if not isinstance(local, dict):
+        raise KubeadmError("etcd.local is not a mapping")
+    return local
+
+
+def set_etcd_local(cfg, data_dir=None, args=None):
+    """etcd.local.dataDir (when given) and each of `args` in etcd.local.extraArgs (None removes); the changed names
+    (dataDir, and the argument names)."""
+    local = local_etcd(cfg)
+    changed = []
+    if data_dir is not None:
+        if not str(data_dir).startswith("/"):
+            raise KubeadmError("etcd.local.dataDir must be an absolute path, got %r" % (data_dir,))
+        if local.get("dataDir") != data_dir:
+            local["dataDir"] = data_dir
+            changed.append("dataDir")
+    if args:
+        changed += _set_section_args(local, args, str(cfg.get("apiVersion", "")).endswith("/v1beta4"), "etcd.local")
+    return changed
+
+
+def arg_names(cfg, component):
+    """The names in the component's extraArgs (etcd: etcd.local's), in their order: the order kubeadm appends them
+    to the command it renders, after its own flags (sorted)."""
+    section = (cfg.get("etcd") or {}).get("local") if component == "etcd" else cfg.get(component)
+    extra = (section or {}).get("extraArgs") or []
+    names = [str(a.get("name")) for a in extra if isinstance(a, dict)] if isinstance(extra, list) else \
+        [str(k) for k in extra]
+    seen = []
+    for name in names:
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
 def set_extra_volume(cfg, component, name, host_path, mount_path, read_only=True, path_type="File"):
     """Make the component's extraVolumes hold `name` as given (the same shape in v1beta3 and v1beta4); True when it
     changed."""
@@ -106,4 +160,25 @@ def set_extra_volume(cfg, component, name, host_path, mount_path, read_only=True
             vols[i] = want
             return True
     vols.append(want)
+    return True
+
+
+def set_extra_env(cfg, component, name, value):
+    """Make the component's extraEnvs (v1beta4) hold `name`=`value` (None removes it); True when it changed. kubeadm
+    renders them, sorted by name, into the container's env."""
+    if component not in COMPONENTS:
+        raise KubeadmError("component %r is not one of %s" % (component, ", ".join(COMPONENTS)))
+    section = cfg.get(component) or {}
+    cfg[component] = section
+    envs = section.get("extraEnvs") or []
+    if not isinstance(envs, list):
+        raise KubeadmError("%s.extraEnvs is not a list" % component)
+    kept = [e for e in envs if not (isinstance(e, dict) and e.get("name") == name)]
+    want = kept + ([{"name": name, "value": value}] if value is not None else [])
+    if want == envs:
+        return False
+    if want:
+        section["extraEnvs"] = want
+    else:
+        section.pop("extraEnvs", None)
     return True

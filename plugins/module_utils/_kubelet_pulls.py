@@ -19,6 +19,9 @@ import os
 import re
 
 CONFIG_API = "kubelet.config.k8s.io/v1beta1"
+# kubeadm's patch target for the kubelet's configuration (`kubeadm join|upgrade node --patches DIR`): a JSON merge
+# patch, the suffix keeping it apart from an operator's own patches of the same target.
+KUBEADM_PATCH = "kubeletconfiguration-kubescale+merge.yaml"
 CRI_DOCKERD_UNIT = "cri-docker.service"
 CRI_DOCKERD_DROPIN = "20-kubescale-pulls.conf"
 FACT_NAME = "kubescale_kubelet_pulls"
@@ -88,14 +91,30 @@ def cri_dockerd_dropin(command, deadline):
             "[Service]\nExecStart=\nExecStart=%s --image-pull-progress-deadline=%s\n" % (command, deadline))
 
 
-def node_state_spec(p, version, service=True):
-    """The node_state spec (before its validate()) that applies the pull settings for this version and runtime."""
-    where = layout(p["container_runtime"], version)
-    settings = {"apiVersion": CONFIG_API, "kind": "KubeletConfiguration",
-                "serializeImagePulls": bool(p["serialize_image_pulls"])}
+def pull_settings(p):
+    """The KubeletConfiguration fields this tuning sets (maxParallelImagePulls only when given)."""
+    settings = {"serializeImagePulls": bool(p["serialize_image_pulls"])}
     if p["max_parallel_image_pulls"] is not None:
         settings["maxParallelImagePulls"] = int(p["max_parallel_image_pulls"])
+    return settings
+
+
+def patch_path(p):
+    """This node's kubeadm patch of the kubelet's configuration, or None when no patches directory is given."""
+    return os.path.join(p["kubeadm_patches_dir"], KUBEADM_PATCH) if p.get("kubeadm_patches_dir") else None
+
+
+def node_state_spec(p, version, service=True):
+    """The node_state spec (before its validate()) that applies the pull settings for this version and runtime: the
+    kubelet's file, and kubeadm's patch of it (what `kubeadm join` and `kubeadm upgrade node --patches` apply over
+    the cluster's kubelet-config, so this node's class keeps its own values)."""
+    where = layout(p["container_runtime"], version)
+    settings = dict({"apiVersion": CONFIG_API, "kind": "KubeletConfiguration"}, **pull_settings(p))
     merges = [dict(path=p["config_path"], format="yaml", settings=settings)]
+    directories = [dict(path=os.path.dirname(p["config_path"]), mode="0700")]
+    if patch_path(p):
+        merges.append(dict(path=patch_path(p), format="yaml", settings=pull_settings(p)))
+        directories.append(dict(path=p["kubeadm_patches_dir"], mode="0755"))
     dropins = []
     if where == "legacy":
         merges.append(dict(path=p["env_file"], format="env", settings={
@@ -112,11 +131,11 @@ def node_state_spec(p, version, service=True):
         units = [dict(name="kubelet.service", restart_on=[p["config_path"], p["env_file"]]),
                  dict(name=CRI_DOCKERD_UNIT, restart_on=[dropin_path()])]
     return dict(
-        directories=[dict(path=os.path.dirname(p["config_path"]), mode="0700")],
+        directories=directories,
         merges=merges, dropins=dropins, units=units,
         fact=dict(name=FACT_NAME, data=dict(
             kubelet_version=version, config_path=p["config_path"],
             serialize_image_pulls=bool(p["serialize_image_pulls"]),
             max_parallel_image_pulls=p["max_parallel_image_pulls"],
-            deadline=p["image_pull_progress_deadline"], deadline_in=deadline_in)),
+            deadline=p["image_pull_progress_deadline"], deadline_in=deadline_in, kubeadm_patch=patch_path(p))),
     ), where

@@ -10,6 +10,9 @@ __metaclass__ = type
 
 import os
 import re
+import time
+
+from ansible.module_utils.urls import open_url
 
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9-]*$")
 
@@ -111,6 +114,67 @@ def set_host_paths(pod, host_paths):
             by_name[name]["hostPath"]["path"] = path
             changed.append(name)
     return changed
+
+
+def set_mount_paths(container, mount_paths):
+    """Move the container's mount of each volume named in `mount_paths` to its new path; returns the changed volume
+    names. Every name is checked before anything is set: a volume the container does not mount fails."""
+    mounts = dict((m.get("name"), m) for m in container.get("volumeMounts") or [] if isinstance(m, dict))
+    for name, path in mount_paths.items():
+        if name not in mounts:
+            raise PodError("the container mounts no volume named %r (it mounts %s)"
+                           % (name, ", ".join(sorted(str(n) for n in mounts)) or "none"))
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise PodError("mount of %r: %r is not an absolute path" % (name, path))
+    changed = []
+    for name, path in sorted(mount_paths.items()):
+        if mounts[name].get("mountPath") != path:
+            mounts[name]["mountPath"] = path
+            changed.append(name)
+    return changed
+
+
+def set_env(container, name, value):
+    """Set (None removes) the container's environment variable `name`; True when it changed."""
+    env = container.get("env") or []
+    kept = [e for e in env if not (isinstance(e, dict) and e.get("name") == name)]
+    want = kept + ([{"name": name, "value": value}] if value is not None else [])
+    if want == env:
+        return False
+    if want:
+        container["env"] = want
+    else:
+        container.pop("env", None)
+    return True
+
+
+def kubeadm_order(pod, container, key, extra_names):
+    """Order the container's `key` list (command) and the Pod's volumes and mounts as kubeadm renders them, so that
+    `kubeadm upgrade` finds the manifest equal to the one it would write: the first non-flag argument (the binary),
+    then the flags kubeadm sets itself sorted by name and value, then the ClusterConfiguration's extraArgs in its order
+    (`extra_names`); volumes, mounts and environment variables sorted by name. True when anything moved."""
+    argv = list(container.get(key) or [])
+    head = [a for a in argv[:1] if not (isinstance(a, str) and a.startswith("--"))]
+    rest = argv[len(head):]
+
+    def name_of(arg):
+        return arg.partition("=")[0][2:] if isinstance(arg, str) and arg.startswith("--") else None
+
+    extra = set(extra_names)
+    base = sorted((a for a in rest if name_of(a) not in extra),
+                  key=lambda a: (name_of(a) or "", a.partition("=")[2] if isinstance(a, str) else ""))
+    ordered = head + base + [a for n in extra_names for a in rest if name_of(a) == n]
+    moved = ordered != argv
+    container[key] = ordered
+    spec = pod.get("spec") or {}
+    for holder, field in ((spec, "volumes"), (container, "volumeMounts"), (container, "env")):
+        items = holder.get(field)
+        if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+            by_name = sorted(items, key=lambda i: str(i.get("name")))
+            if by_name != items:
+                holder[field] = by_name
+                moved = True
+    return moved
 
 
 def set_mount(pod, container, name, host_path, mount_path, read_only=True, path_type="File"):
@@ -250,3 +314,53 @@ def merge_overrides(existing, resource, servers):
     if not done:
         out.append((resource, list(servers)))
     return ",".join("%s#%s" % (res, ";".join(urls)) for res, urls in out)
+
+
+# --------------------------------------------------------------------------- a restart, waited for
+
+def uptime_ticks():
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")
+
+
+def processes(binary, needle=None):
+    """[(pid, start ticks)] of the processes running `binary` (its base name), with `needle` among their arguments
+    when given, from /proc."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().decode("utf-8", "replace").split("\0")
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except (IOError, OSError):
+            continue
+        if os.path.basename(argv[0]) == binary and (needle is None or needle in argv):
+            found.append((int(pid), int(stat.rpartition(")")[2].split()[19])))
+    return found
+
+
+def answers_ok(url):
+    """A readiness check of `url`: HTTP 200 with the body `ok` (the component's own certificate is not verified)."""
+    def ready():
+        try:
+            resp = open_url(url, timeout=5, validate_certs=False, use_proxy=False)
+            return resp.getcode() == 200 and resp.read().strip() == b"ok"
+        except Exception:  # refused while it restarts, 500 while it is not ready (or has no lease) yet
+            return False
+    return ready
+
+
+def wait_restarted(binary, written_at, ready, timeout, needle=None, sleep=time.sleep, clock=time.time):
+    """Wait until a `binary` process started at or after `written_at` (uptime ticks) runs and `ready()` is true, up
+    to `timeout` seconds; '' when it did, else why not (no new process, or not ready)."""
+    deadline = clock() + timeout
+    while True:
+        fresh = [pid for pid, start in processes(binary, needle) if start >= written_at]
+        if fresh and ready():
+            return ""
+        if clock() > deadline:
+            return "no new %s process" % binary if not fresh else "the new %s is not ready" % binary
+        sleep(1)

@@ -20,10 +20,12 @@ description:
     O(replace_default)) gets NodeResourcesFit's C(scoringStrategy) (O(strategy), O(resources) weights), the score
     weights of NodeResourcesFit and NodeResourcesBalancedAllocation (0 disables it), and the config's
     C(percentageOfNodesToScore). Every other profile, plugin and plugin argument of an existing file is kept.
-  - kube-scheduler's static pod manifest (kubeadm's). C(--config), a read-only hostPath volume of the file, and an
-    annotation with the config's digest, so the kubelet restarts the scheduler when only the file changed.
-  - kubeadm's ClusterConfiguration (C(scheduler.extraArgs) and C(scheduler.extraVolumes)), so C(kubeadm upgrade)
-    writes the same manifest again.
+  - kube-scheduler's static pod manifest (kubeadm's). C(--config), a read-only hostPath volume of the file, and the
+    config's digest, so the kubelet restarts the scheduler when only the file changed - as an annotation, or, where
+    kubeadm renders the manifest, as the environment variable C(KUBESCALE_SCHEDULER_CONFIG_SHA256).
+  - With O(kubeadm), the ClusterConfiguration kubeadm renders the manifest from - a file on the node, kubeadm's record
+    in the cluster - gets the same (C(scheduler.extraArgs), C(scheduler.extraVolumes), C(scheduler.extraEnvs)), and the
+    manifest is put in kubeadm's order, so C(kubeadm upgrade) finds it equal and leaves the scheduler running.
   - kube-scheduler ignores C(--kubeconfig), C(--leader-elect*), C(--kube-api-*) and C(--profiling) once it has
     C(--config); their values from the manifest are copied into the file where it does not set them (the file wins).
   - A manifest that already passes C(--config) keeps its file. The module merges into the node's file behind the
@@ -32,7 +34,9 @@ description:
     and 1.24, by the version on the manifest's image tag (or O(kube_version)); an existing file keeps its version.
   - Every setting and every file is checked before anything is written - a weight outside the scheduler's range, an
     unknown strategy, a name that is not a resource (the scheduler itself would take a misspelt one and weigh
-    nothing), a bad shape, an unparsable file. Then the config is written, then kubeadm's file, and the manifest last.
+    nothing), a bad shape, an unparsable file, a ClusterConfiguration C(kubeadm config validate) refuses, a record the
+    API server refuses as a dry run. Then the config is written, then kubeadm's file, then the manifest, and kubeadm's
+    record last, once the scheduler runs with it.
   - When the manifest changed, the module waits until a new kube-scheduler process runs with that C(--config) and
     answers C(/healthz) (which includes its leader election), up to O(wait_timeout) seconds. If it does not, the three
     files are put back as they were (the kubelet restarts the old scheduler) and the module fails.
@@ -53,12 +57,8 @@ options:
     description: The scheduler's container in the manifest.
     type: str
     default: kube-scheduler
-  kubeadm_config:
-    description: kubeadm's configuration file (with a ClusterConfiguration); empty, or a file that does not exist, skips it.
-    type: path
-    default: ""
   require_wiring:
-    description: Fail (before any change) when neither O(manifest) nor O(kubeadm_config) exists.
+    description: Fail (before any change) when neither O(manifest) nor O(kubeadm.config) exists.
     type: bool
     default: true
   profile:
@@ -123,13 +123,14 @@ options:
     default: ""
 extends_documentation_fragment:
   - kubescale.tuning.attributes
+  - kubescale.tuning.kubeadm
 attributes:
   check_mode:
     support: full
     details: Reads and merges every file as in a real run and reports the same changes; writes and waits for nothing.
   diff_mode:
     support: full
-    details: One diff per file that changes (config, kubeadm's configuration, manifest).
+    details: One diff per file that changes (config, kubeadm's configuration, manifest, kubeadm's record).
   platform:
     platforms: posix
 requirements:
@@ -140,7 +141,8 @@ EXAMPLES = r"""
 - name: A bin-packing profile beside default-scheduler (batch pods set schedulerName bin-packing)
   kubescale.tuning.scheduler_config:
     config_path: /etc/kubernetes/kube-scheduler-config.yaml
-    kubeadm_config: /etc/kubernetes/kubeadm-config.yaml
+    kubeadm:
+      record: auto
     resources:
       - {name: cpu, weight: 1}
       - {name: memory, weight: 1}
@@ -173,11 +175,11 @@ api_version:
   type: str
   sample: kubescheduler.config.k8s.io/v1
 config_sha256:
-  description: The digest (16 hex digits) of the config's text, as the manifest's annotation carries it.
+  description: The digest (16 hex digits) of the config's text, as the manifest carries it.
   returned: always
   type: str
 wired:
-  description: Which of the manifest and kubeadm's configuration were found and wired.
+  description: Which of the manifest, kubeadm's configuration file and kubeadm's record were found and wired.
   returned: always
   type: list
   elements: str
@@ -196,19 +198,26 @@ restarted:
 """
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
     KubeadmError,
+    arg_names,
     cluster_configuration,
     get_args,
     set_args,
+    set_extra_env,
     set_extra_volume,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+    ARGUMENT_SPEC as KUBEADM_SPEC,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+    SyncError,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import plan as kubeadm_plan
 from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import (
     SchedulerConfigError,
     api_version_for,
@@ -222,51 +231,42 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import
 )
 from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
     PodError,
+    answers_ok,
     find_container,
     flag_values,
+    kubeadm_order,
     set_annotation,
+    set_env,
     set_flags,
     set_mount,
+    uptime_ticks,
     volumes,
+    wait_restarted,
 )
 
+# The config file's digest in the manifest, so that the kubelet restarts the scheduler when only the file changed: an
+# annotation, or, where kubeadm renders the manifest, an environment variable kubeadm renders too (scheduler.extraEnvs).
 ANNOTATION = "kubescale.io/scheduler-config-sha256"
+ENV = "KUBESCALE_SCHEDULER_CONFIG_SHA256"
 
 
-def scheduler_processes(config_flag):
-    """[(pid, start ticks)] of kube-scheduler processes run with `config_flag` (--config=...), from /proc."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = f.read().decode("utf-8", "replace").split("\0")
-            with open("/proc/%s/stat" % pid) as f:
-                stat = f.read()
-        except (IOError, OSError):
-            continue
-        if os.path.basename(argv[0]) == "kube-scheduler" and config_flag in argv:
-            found.append((int(pid), int(stat.rpartition(")")[2].split()[19])))
-    return found
+def kubeadm_edit(container_path, own_volume, volume_name, host_path, digest):
+    """The edit of a ClusterConfiguration that wires the scheduler's --config (and its volume) as the manifest has it,
+    the digest in scheduler.extraEnvs (v1beta4)."""
+    def edit(cfg):
+        set_args(cfg, "scheduler", {"config": container_path})
+        if own_volume:
+            set_extra_volume(cfg, "scheduler", volume_name, host_path, container_path)
+        if str(cfg.get("apiVersion", "")).endswith("/v1beta4"):
+            set_extra_env(cfg, "scheduler", ENV, digest)
+    return edit
 
 
-def uptime_ticks():
-    with open("/proc/uptime") as f:
-        return float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")
-
-
-def healthz(flags):
+def healthz_url(flags):
     host = flags.get("--bind-address") or "127.0.0.1"
     if host in ("0.0.0.0", "::"):
         host = "127.0.0.1"
-    port = flags.get("--secure-port") or "10259"
-    try:
-        # the scheduler's own self-signed serving certificate: only its health is read
-        resp = open_url("https://%s:%s/healthz" % (host, port), timeout=5, validate_certs=False)
-        return resp.getcode() == 200 and resp.read().strip() == b"ok"
-    except Exception:  # refused while it restarts, 500 while it has no lease yet
-        return False
+    return "https://%s:%s/healthz" % (host, flags.get("--secure-port") or "10259")
 
 
 def main():
@@ -275,7 +275,7 @@ def main():
             config_path=dict(type="path", default="/etc/kubernetes/kube-scheduler-config.yaml", aliases=["path"]),
             manifest=dict(type="path", default="/etc/kubernetes/manifests/kube-scheduler.yaml"),
             container=dict(type="str", default="kube-scheduler"),
-            kubeadm_config=dict(type="path", default=""),
+            kubeadm=KUBEADM_SPEC,
             require_wiring=dict(type="bool", default=True),
             profile=dict(type="str", default="bin-packing"),
             replace_default=dict(type="bool", default=False),
@@ -320,11 +320,12 @@ def main():
             module.fail_json(msg="%s%s: %s does not parse as YAML: %s. Nothing was changed." % (var, what, path, exc))
 
     manifest_text, manifest_docs = load(p["manifest"], "manifest")
-    kubeadm_text, kubeadm_docs = load(p["kubeadm_config"], "kubeadm_config")
+    kubeadm_path = p["kubeadm"].get("config") or ""
+    kubeadm_text, kubeadm_docs = load(kubeadm_path, "kubeadm_config")
     if manifest_text is None and kubeadm_text is None and p["require_wiring"]:
         module.fail_json(msg="%smanifest: neither %s nor %skubeadm_config (%s) exists on this node: kube-scheduler's "
                              "--config could not be wired. Nothing was changed."
-                             % (var, p["manifest"], var, p["kubeadm_config"] or "not set"))
+                             % (var, p["manifest"], var, kubeadm_path or "not set"))
     pod = container = cluster = None
     pod_flags = {}
     version = parse_version(p["kube_version"]) if p["kube_version"] else None
@@ -362,7 +363,7 @@ def main():
                 if not any(v["name"] == p["volume_name"] for v in vols):
                     host_path, container_path, own_volume = resolved, current, False
     except KubeadmError as exc:
-        module.fail_json(msg="%skubeadm_config: %s: %s. Nothing was changed." % (var, p["kubeadm_config"], exc))
+        module.fail_json(msg="%skubeadm_config: %s: %s. Nothing was changed." % (var, kubeadm_path, exc))
 
     config_text, config_docs = load(host_path, "config_path")
     try:
@@ -387,14 +388,25 @@ def main():
     if new_config_text != config_text:
         writes.append((host_path, config_text, new_config_text, 0o644))
     wired = []
+    edit = kubeadm_edit(container_path, own_volume, p["volume_name"], host_path, digest)
     if cluster is not None:
-        wired.append(p["kubeadm_config"])
-        changed = set_args(cluster, "scheduler", {"config": container_path})
-        if own_volume:
-            changed = set_extra_volume(cluster, "scheduler", p["volume_name"], host_path, container_path) or changed
-        if changed:
-            writes.append((p["kubeadm_config"], kubeadm_text,
+        wired.append(kubeadm_path)
+        before_cluster = yaml.safe_dump(cluster, sort_keys=True)
+        try:
+            edit(cluster)
+        except KubeadmError as exc:
+            module.fail_json(msg="%skubeadm_config: %s: %s. Nothing was changed." % (var, kubeadm_path, exc))
+        if yaml.safe_dump(cluster, sort_keys=True) != before_cluster:
+            writes.append((kubeadm_path, kubeadm_text,
                            yaml.safe_dump_all(kubeadm_docs, default_flow_style=False, sort_keys=False), 0o600))
+    try:
+        sync = kubeadm_plan(yaml, module.run_command, module.get_bin_path("kubeadm"), dict(p["kubeadm"], config=""),
+                            edit, var)
+    except SyncError as exc:
+        module.fail_json(msg="%skubeadm_record: %s. Nothing was changed." % (var, exc))
+    wired += sync.labels
+    order = sync.extra_names("scheduler") if sync.sources else (
+        arg_names(cluster, "scheduler") if cluster is not None else None)
     manifest_changed = False
     if pod is not None:
         wired.append(p["manifest"])
@@ -402,19 +414,25 @@ def main():
         argv, changed = set_flags(container.get(key) or [], {"--config": container_path})
         container[key] = argv
         mounted = own_volume and set_mount(pod, container, p["volume_name"], host_path, container_path)
-        noted = set_annotation(pod, ANNOTATION, digest)
+        if order is None:
+            noted = set_annotation(pod, ANNOTATION, digest)
+        else:  # kubeadm renders this manifest: the digest as the env kubeadm renders too, no annotation of ours
+            noted = set_annotation(pod, ANNOTATION, None)
+            noted = set_env(container, ENV, digest) or noted
+            noted = kubeadm_order(pod, container, key, order) or noted
         if changed or mounted or noted:
             manifest_changed = True
             writes.append((p["manifest"], manifest_text,
                            yaml.safe_dump(pod, default_flow_style=False, sort_keys=False), 0o600))
 
-    result = dict(changed=bool(writes), changed_files=[w[0] for w in writes], config_path=host_path,
+    result = dict(changed=bool(writes or sync.changed), changed_files=[w[0] for w in writes] + sync.changed,
+                  config_path=host_path,
                   container_config_path=container_path, api_version=api_version, config_sha256=digest, wired=wired,
                   carried_flags=carried, restarted=False)
     if module._diff:
         result["diff"] = [dict(before=old or "", after=new, before_header=path, after_header=path)
-                          for path, old, new, _mode in writes]
-    if module.check_mode or not writes:
+                          for path, old, new, _mode in writes] + sync.diffs()
+    if module.check_mode or not (writes or sync.changed):
         module.exit_json(**result)
 
     def put_back(done):
@@ -440,20 +458,22 @@ def main():
         module.fail_json(msg="writing %s failed: %s; the files written before it were put back" % (path, exc),
                          **result)
     if manifest_changed and p["wait_timeout"] > 0:
-        deadline = time.time() + p["wait_timeout"]
-        while True:
-            fresh = [pid for pid, start in scheduler_processes("--config=" + container_path) if start >= written_at]
-            if fresh and healthz(pod_flags):  # --bind-address and --secure-port: the module leaves both as they were
-                result["restarted"] = True
-                break
-            if time.time() > deadline:
-                put_back(done)
-                module.fail_json(msg="kube-scheduler did not come back on %s within %ds (%s): %s were put back as "
-                                     "they were, and the kubelet restarts the scheduler on the old manifest"
-                                 % (container_path, p["wait_timeout"],
-                                    "no new process with --config" if not fresh else "/healthz is not ok",
-                                    ", ".join(w[0] for w in done)), **result)
-            time.sleep(1)
+        # --bind-address and --secure-port: the module leaves both as they were
+        why = wait_restarted("kube-scheduler", written_at, answers_ok(healthz_url(pod_flags)), p["wait_timeout"],
+                             needle="--config=" + container_path)
+        if why:
+            put_back(done)
+            module.fail_json(msg="kube-scheduler did not come back on %s within %ds (%s): %s were put back as "
+                                 "they were, and the kubelet restarts the scheduler on the old manifest"
+                             % (container_path, p["wait_timeout"],
+                                "no new process with --config" if why.startswith("no new") else "/healthz is not ok",
+                                ", ".join(w[0] for w in done)), **result)
+        result["restarted"] = True
+    try:
+        sync.write()  # kubeadm's record last: once the scheduler runs with what it records
+    except SyncError as exc:
+        module.fail_json(msg="%skubeadm_record: %s. The files are written and the scheduler runs with them: run "
+                             "again to record it." % (var, exc), **result)
     module.exit_json(**result)
 
 

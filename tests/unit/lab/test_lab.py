@@ -81,19 +81,29 @@ def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
         controlplane.kwok_counts()
 
 
-def test_the_pinned_release_and_the_fixtures_render_whole():
-    import controlplane
+def test_the_kubeadm_configurations_are_v1beta4_of_the_pinned_release():
+    import kubeadm
     import yaml
-    version = controlplane.k8s_version()
+    version = kubeadm.k8s_version()
     assert version.startswith("v1.") and int(version.split(".")[1]) >= 34
-    values = {"ADDRESS": "10.0.0.4", "ETCD_SERVERS": "https://10.0.0.5:2379", "VERSION": version,
-              "SERVICE_CIDR": controlplane.SERVICE_CIDR, "NODE_MONITOR_GRACE": controlplane.NODE_MONITOR_GRACE}
-    for component in controlplane.MANIFESTS:
-        text = controlplane.fixture(component + ".yaml.tmpl", **values)
-        assert "__" not in text, component
-        pod = yaml.safe_load(text)
-        assert pod["spec"]["containers"][0]["command"][0] == component
-        assert pod["spec"]["containers"][0]["image"].endswith(":" + version)
+    members = [{"name": "etcd-kubeadm-%d" % i, "ip": "10.0.0.%d" % (5 + i)} for i in (1, 2, 3)]
+    cluster = kubeadm.cluster_configuration("10.0.0.250:6443", members)
+    assert cluster["apiVersion"] == "kubeadm.k8s.io/v1beta4" and cluster["kubernetesVersion"] == version
+    assert cluster["controlPlaneEndpoint"] == "10.0.0.250:6443"
+    assert cluster["etcd"]["external"]["endpoints"] == ["https://10.0.0.6:2379", "https://10.0.0.7:2379",
+                                                        "https://10.0.0.8:2379"]
+    # the load balancer takes an API server out before it stops listening (it keeps serving, not ready, this long)
+    assert {"name": "shutdown-delay-duration", "value": kubeadm.SHUTDOWN_DELAY} in cluster["apiServer"]["extraArgs"]
+    # the upstream etcd guide's per-host configuration: its own name, URLs and the whole initial cluster
+    init, host = yaml.safe_load_all(kubeadm.etcd_host_config(members[1], members))
+    assert init["kind"] == "InitConfiguration" and init["nodeRegistration"]["name"] == "etcd-kubeadm-2"
+    extra = dict((a["name"], a["value"]) for a in host["etcd"]["local"]["extraArgs"])
+    assert extra["name"] == "etcd-kubeadm-2" and extra["initial-cluster-state"] == "new"
+    assert extra["initial-cluster"].count("https://") == 3 and extra["listen-client-urls"] == "https://10.0.0.7:2379"
+    # every Node the stand-in registers is tainted: the scheduler never binds a pod there that nothing would run
+    reg = kubeadm.node_registration({"name": "cpu-1", "ip": "10.0.0.9"}, control_plane=False)
+    assert reg["taints"] == [kubeadm.STANDIN_TAINT] and "CRI" in reg["ignorePreflightErrors"]
+    assert kubeadm.node_registration({"name": "cp-1", "ip": "10.0.0.4"}, True)["taints"][0] == kubeadm.CONTROL_PLANE_TAINT
 
 
 def test_the_standin_gives_each_pod_its_own_root():
@@ -126,7 +136,7 @@ spec:
 
 def labels(group, port, ip, key="k1", disk="/d/cpu-1.img"):
     return {LABEL + ".group": group, LABEL + ".ssh-port": str(port), LABEL + ".ip": ip, LABEL + ".key": key,
-            LABEL + ".disk": disk}
+            LABEL + ".disk": disk, LABEL + ".k8s-mount": lab_nodes.K8S_CACHE}
 
 
 def test_a_node_is_kept_unless_its_key_disk_loop_or_address_changed():
@@ -144,6 +154,9 @@ def test_a_node_is_kept_unless_its_key_disk_loop_or_address_changed():
     assert "loop device is gone" in lab_nodes.why_stale(have, None, node, "k1", "/d/cpu-1.img", True, loop)
     moved = lab_nodes.why_stale(have, devices, dict(node, ip="172.30.213.131"), "k1", "/d/cpu-1.img", True, loop)
     assert moved == "its address moved from 172.30.213.130 to 172.30.213.131"
+    unmounted = dict(have)
+    del unmounted[LABEL + ".k8s-mount"]
+    assert "Kubernetes build" in lab_nodes.why_stale(unmounted, devices, node, "k1", "/d/cpu-1.img", True, loop)
     asked.clear()
     lab_nodes.why_stale(have, devices, node, "k1", "/d/cpu-1.img", False, loop)
     assert asked == []  # no loop device attached for a disk that is not there
@@ -162,7 +175,7 @@ def test_the_inventory_is_yaml_with_every_class_children_and_kube_node():
     assert doc["etcd"] == {"hosts": {}, "children": {"etcd_kubeadm": None}}  # a child group even with no hosts
     assert doc["etcd_kubeadm"]["hosts"]["etcd-kubeadm-1"]["ansible_port"] == 22220
     assert doc["kube_node"] == {"children": {"kube_node_cpu": None, "kube_node_gpu": None}}
-    assert set(doc) == {c[0] for c in lab_nodes.CLASSES} | {"kube_node"}
+    assert set(doc) == {c[0] for c in lab_nodes.CLASSES} - lab_nodes.INFRA_GROUPS | {"kube_node"}
 
 
 def test_the_ee_base_image_follows_the_node_image_and_this_machines_ca_bundle(monkeypatch, tmp_path):

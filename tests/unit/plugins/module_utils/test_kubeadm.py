@@ -60,3 +60,45 @@ def test_refused_names(name):
     cfg = k.cluster_configuration(list(yaml.safe_load_all(V1BETA4)))
     with pytest.raises(k.KubeadmError):
         k.set_args(cfg, "apiServer", {name: "x"})
+
+
+def test_etcd_local_data_dir_and_extra_args_in_order():
+    cfg = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "ClusterConfiguration",
+           "etcd": {"local": {"extraArgs": [{"name": "name", "value": "etcd-1"}]}}}
+    assert k.set_etcd_local(cfg, "/mnt/local-ssd/etcd", {"quota-backend-bytes": "8589934592"}) == [
+        "dataDir", "quota-backend-bytes"]
+    assert cfg["etcd"]["local"]["dataDir"] == "/mnt/local-ssd/etcd"
+    assert k.arg_names(cfg, "etcd") == ["name", "quota-backend-bytes"]  # kubeadm appends them in this order
+    assert k.set_etcd_local(cfg, "/mnt/local-ssd/etcd", {"quota-backend-bytes": "8589934592"}) == []
+    # no etcd section yet (a stacked cluster with kubeadm's defaults): made
+    bare = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "ClusterConfiguration"}
+    assert k.set_etcd_local(bare, "/mnt/local-ssd/etcd") == ["dataDir"] and bare["etcd"]["local"]["dataDir"]
+
+
+@pytest.mark.parametrize("cfg, data_dir, message", [
+    ({"etcd": {"external": {"endpoints": ["https://e:2379"]}}}, "/x", "etcd is external"),
+    ({}, "relative/etcd", "must be an absolute path"),
+    ({"etcd": "nope"}, "/x", "etcd is not a mapping"),
+])
+def test_etcd_local_refusals(cfg, data_dir, message):
+    with pytest.raises(k.KubeadmError, match=message):
+        k.set_etcd_local(dict(cfg, apiVersion="kubeadm.k8s.io/v1beta4"), data_dir)
+
+
+def test_arg_names_keep_the_configurations_order_once_each():
+    cfg = {"apiServer": {"extraArgs": [{"name": "b", "value": "1"}, {"name": "a", "value": "2"},
+                                       {"name": "b", "value": "3"}]}}
+    assert k.arg_names(cfg, "apiServer") == ["b", "a"]
+    assert k.arg_names({"scheduler": {"extraArgs": {"config": "/c"}}}, "scheduler") == ["config"]
+    assert k.arg_names({}, "controllerManager") == []
+
+
+def test_extra_env_is_set_replaced_and_removed():
+    cfg = {"apiVersion": "kubeadm.k8s.io/v1beta4", "scheduler": {"extraEnvs": [{"name": "A", "value": "1"}]}}
+    assert k.set_extra_env(cfg, "scheduler", "SHA", "abc") is True
+    assert cfg["scheduler"]["extraEnvs"] == [{"name": "A", "value": "1"}, {"name": "SHA", "value": "abc"}]
+    assert k.set_extra_env(cfg, "scheduler", "SHA", "abc") is False
+    assert k.set_extra_env(cfg, "scheduler", "SHA", "def") is True
+    assert cfg["scheduler"]["extraEnvs"][-1] == {"name": "SHA", "value": "def"}
+    assert k.set_extra_env(cfg, "scheduler", "SHA", None) is True
+    assert cfg["scheduler"]["extraEnvs"] == [{"name": "A", "value": "1"}]

@@ -70,7 +70,21 @@ def test_containerd_layout_only_merges_the_config_and_a_bake_restarts_nothing():
     assert where == "containerd" and len(spec["merges"]) == 1 and spec["dropins"] == [] and spec["units"] == []
     assert spec["fact"] == dict(name="kubescale_kubelet_pulls", data=dict(
         kubelet_version="1.31.2", config_path="/var/lib/kubelet/config.yaml", serialize_image_pulls=False,
-        max_parallel_image_pulls=None, deadline="30m", deadline_in="containerd image_pull_progress_timeout"))
+        max_parallel_image_pulls=None, deadline="30m", deadline_in="containerd image_pull_progress_timeout",
+        kubeadm_patch=None))
+
+
+def test_kubeadms_patch_of_the_kubelet_configuration_carries_the_same_fields():
+    spec, _where = K.node_state_spec(params(kubeadm_patches_dir="/etc/kubernetes/patches", max_parallel_image_pulls=4),
+                                     "1.36.3")
+    patch = [m for m in spec["merges"] if m["path"].startswith("/etc/kubernetes/patches/")]
+    # kubeadm's file name: the target, a suffix of ours, the patch type
+    assert [m["path"] for m in patch] == ["/etc/kubernetes/patches/kubeletconfiguration-kubescale+merge.yaml"]
+    assert patch[0]["settings"] == {"serializeImagePulls": False, "maxParallelImagePulls": 4}  # no apiVersion/kind
+    assert {"path": "/etc/kubernetes/patches", "mode": "0755"} in spec["directories"]
+    assert spec["fact"]["data"]["kubeadm_patch"] == patch[0]["path"]
+    # kubeadm's patch is not the kubelet's file: writing it restarts nothing
+    assert all(patch[0]["path"] not in u["restart_on"] for u in spec["units"])
 
 
 @pytest.mark.parametrize("changes, message", [

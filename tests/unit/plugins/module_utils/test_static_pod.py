@@ -188,3 +188,59 @@ def test_overrides_servers_reads_one_resource_back():
     assert etcd_overrides_servers(value, "apps/deployments") == []
     assert etcd_overrides_servers("", "/events") == []
     assert etcd_overrides_servers(None, "/events") == []
+
+
+def kubeadm_pod():
+    """A manifest as kubeadm renders it: its own flags sorted, then the extraArgs in the configuration's order."""
+    return {"kind": "Pod", "spec": {
+        "containers": [{"name": "kube-apiserver", "command": [
+            "kube-apiserver", "--advertise-address=10.0.0.4", "--etcd-servers=https://e:2379",
+            "--secure-port=6443", "--shutdown-delay-duration=6s"],
+            "env": [{"name": "Z", "value": "1"}],
+            "volumeMounts": [{"name": "ca-certs", "mountPath": "/etc/ssl/certs"},
+                             {"name": "k8s-certs", "mountPath": "/etc/kubernetes/pki"}]}],
+        "volumes": [{"name": "ca-certs", "hostPath": {"path": "/etc/ssl/certs"}},
+                    {"name": "k8s-certs", "hostPath": {"path": "/etc/kubernetes/pki"}}]}}
+
+
+def test_kubeadm_order_leaves_a_kubeadm_manifest_as_it_is():
+    pod = kubeadm_pod()
+    c = pod["spec"]["containers"][0]
+    assert p.kubeadm_order(pod, c, "command", ["shutdown-delay-duration"]) is False
+    assert pod == kubeadm_pod()
+
+
+def test_kubeadm_order_puts_new_extra_args_after_kubeadms_own_and_sorts_what_it_sorts():
+    pod = kubeadm_pod()
+    c = pod["spec"]["containers"][0]
+    argv, _changed = p.set_flags(c["command"], {"--max-requests-inflight": "800", "--etcd-servers": "https://f:2379"})
+    c["command"] = [argv[0], argv[-1]] + argv[1:-1]  # wherever an edit left it
+    c["volumeMounts"].insert(0, {"name": "z-extra", "mountPath": "/z"})
+    pod["spec"]["volumes"].insert(0, {"name": "z-extra", "hostPath": {"path": "/z"}})
+    p.set_env(c, "A", "2")
+    assert p.kubeadm_order(pod, c, "command", ["shutdown-delay-duration", "max-requests-inflight"]) is True
+    assert c["command"] == ["kube-apiserver", "--advertise-address=10.0.0.4", "--etcd-servers=https://f:2379",
+                            "--secure-port=6443", "--shutdown-delay-duration=6s", "--max-requests-inflight=800"]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["ca-certs", "k8s-certs", "z-extra"]
+    assert [m["name"] for m in c["volumeMounts"]] == ["ca-certs", "k8s-certs", "z-extra"]
+    assert [e["name"] for e in c["env"]] == ["A", "Z"]
+
+
+def test_set_mount_paths_moves_a_mount_and_refuses_an_unmounted_volume():
+    pod = kubeadm_pod()
+    c = pod["spec"]["containers"][0]
+    assert p.set_mount_paths(c, {"k8s-certs": "/pki"}) == ["k8s-certs"]
+    assert c["volumeMounts"][1]["mountPath"] == "/pki"
+    assert p.set_mount_paths(c, {"k8s-certs": "/pki"}) == []
+    with pytest.raises(p.PodError, match="mounts no volume named 'etcd-data'"):
+        p.set_mount_paths(c, {"k8s-certs": "/other", "etcd-data": "/x"})
+    assert c["volumeMounts"][1]["mountPath"] == "/pki"  # checked before anything was set
+    with pytest.raises(p.PodError, match="not an absolute path"):
+        p.set_mount_paths(c, {"k8s-certs": "pki"})
+
+
+def test_set_env_sets_and_removes():
+    c = {"name": "x"}
+    assert p.set_env(c, "SHA", "1") is True and c["env"] == [{"name": "SHA", "value": "1"}]
+    assert p.set_env(c, "SHA", "1") is False
+    assert p.set_env(c, "SHA", None) is True and "env" not in c

@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, kubescale.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private: a control plane component's settings written where kubeadm renders its manifest from, in the same call
+that edits the manifest on the node.
+
+Two places, either or both: a kubeadm configuration file on the node (what `kubeadm init --config`, or on an external
+etcd host `kubeadm init phase etcd local --config`, renders from) and kubeadm's record in the cluster
+(_kubeadm_record: the ClusterConfiguration in kube-system/kubeadm-config, what `kubeadm upgrade` renders from). `plan`
+applies one edit to the ClusterConfiguration of each, checks each changed text with the node's `kubeadm config
+validate`, and sends the record's as a server-side dry run: all before the calling module writes anything. `write`
+comes last, after the manifest: the file atomically, the record at the resourceVersion it was planned against.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
+    KubeadmError,
+    arg_names,
+    cluster_configuration,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_record import (
+    ADMIN_CONF,
+    CLUSTER,
+    KUBELET,
+    RecordError,
+    connect,
+    read,
+    send,
+    validate,
+)
+
+# The `kubeadm` option of the modules that write a component's settings where kubeadm reads them (doc fragment
+# kubescale.tuning.kubeadm).
+ARGUMENT_SPEC = dict(type="dict", default={}, options=dict(
+    config=dict(type="path", default=""),
+    record=dict(type="str", default="never", choices=["auto", "always", "never"]),
+    kubeconfig=dict(type="path", default=ADMIN_CONF)))
+COMPONENTS = {"kube-apiserver": "apiServer", "kube-controller-manager": "controllerManager",
+              "kube-scheduler": "scheduler", "etcd": "etcd"}
+
+
+class SyncError(Exception):
+    pass
+
+
+class Source(object):
+    """One place kubeadm renders from, as read and as it would be after the edit (`after` None: unchanged)."""
+
+    def __init__(self, label, before, after, cfg, record=None, path=None):
+        self.label, self.before, self.after, self.cfg = label, before, after, cfg
+        self.record, self.path = record, path
+
+    @property
+    def changed(self):
+        return self.after is not None
+
+
+class Sync(object):
+    def __init__(self, sources, client):
+        self.sources, self.client = sources, client
+
+    @property
+    def changed(self):
+        return [s.label for s in self.sources if s.changed]
+
+    @property
+    def labels(self):
+        return [s.label for s in self.sources]
+
+    def extra_names(self, component):
+        """The extraArgs order kubeadm renders the manifest with: the record's (what an upgrade renders), else the
+        file's; None when neither is there."""
+        ordered = sorted(self.sources, key=lambda s: s.record is None)
+        return arg_names(ordered[0].cfg, component) if ordered else None
+
+    def diffs(self):
+        return [dict(before=s.before, after=s.after, before_header=s.label, after_header=s.label)
+                for s in self.sources if s.changed]
+
+    def write(self):
+        """The file atomically, then the record; a failure names what was written before it."""
+        done = []
+        for source in self.sources:
+            if not source.changed:
+                continue
+            try:
+                if source.record is not None:
+                    send(self.client, source.record, source.after, dry_run=False)
+                else:
+                    atomic_write(source.path, source.after, mode=0o600)
+            except (RecordError, IOError, OSError) as exc:
+                raise SyncError("%s: %s%s" % (source.label, exc, "; written before it: " + ", ".join(done)
+                                              if done else "")) from None
+            done.append(source.label)
+        return done
+
+
+def _edited(yaml, docs, edit):
+    """(the ClusterConfiguration among `docs`, whether `edit` changed it): the edit is judged on the data, so a
+    document kubeadm wrote is not rewritten for its formatting."""
+    cfg = cluster_configuration(docs)
+    before = yaml.safe_dump(cfg, sort_keys=True)
+    edit(cfg)
+    return cfg, yaml.safe_dump(cfg, sort_keys=True) != before
+
+
+def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
+    """The Sync of `edit` (a function changing a ClusterConfiguration dict in place, raising KubeadmError) applied to
+    the file `opts['config']` (when it exists) and to kubeadm's record (per `opts['record']`). Refusals raise
+    SyncError before anything is written: a document that does not parse, an edit kubeadm's validation refuses (its
+    own words), a record the API server refuses as a dry run."""
+    opts = dict(dict(config="", record="never", kubeconfig=ADMIN_CONF), **(opts or {}))
+    sources = []
+    path = opts.get("config") or ""
+    text = read_text(path) if path else None
+    if text is not None:
+        try:
+            docs = list(yaml.safe_load_all(text))
+            cfg, changed = _edited(yaml, docs, edit)
+        except (yaml.YAMLError, KubeadmError) as exc:
+            raise SyncError("%s: %s" % (path, exc)) from None
+        after = yaml.safe_dump_all(docs, default_flow_style=False, sort_keys=False) if changed else None
+        sources.append(Source(path, text, after, cfg, path=path))
+    try:
+        client = connect(yaml, opts["record"], opts["kubeconfig"], var)
+        record = read(client, CLUSTER, opts["record"]) if client else None
+        if record is not None:
+            doc = yaml.safe_load(record.text)
+            cfg, changed = _edited(yaml, [doc], edit)
+            after = yaml.safe_dump(doc, default_flow_style=False, sort_keys=False) if changed else None
+            sources.append(Source(record.label, record.text, after, cfg, record=record))
+    except (yaml.YAMLError, KubeadmError, RecordError, IOError, OSError) as exc:
+        raise SyncError("kubeadm's record (ConfigMap kube-system/%s): %s" % (CLUSTER[0], exc)) from None
+    for source in sources:
+        if not source.changed:
+            continue
+        if not kubeadm_bin:
+            if source.record is not None:
+                raise SyncError("%s: no kubeadm on this node to validate the change with" % source.label)
+            continue
+        refused = validate(run_command, kubeadm_bin, source.after)
+        if refused:
+            raise SyncError("%s: kubeadm refuses the new ClusterConfiguration: %s" % (source.label, refused))
+        if source.record is not None:
+            try:
+                send(client, source.record, source.after, dry_run=True)
+            except RecordError as exc:
+                raise SyncError(str(exc)) from None
+    return Sync(sources, client)
+
+
+def plan_kubelet(yaml, run_command, kubeadm_bin, opts, settings, var=""):
+    """The Sync of `settings` (top-level KubeletConfiguration fields) merged into kubeadm's record of the kubelet's
+    configuration - the kube-system/kubelet-config ConfigMap, which `kubeadm join` and `kubeadm upgrade node` write
+    every node's /var/lib/kubelet/config.yaml from - checked with `kubeadm config validate` beside the cluster's own
+    ClusterConfiguration and sent as a dry run. No record (mode never, or auto off a kubeadm control plane node): an
+    empty Sync."""
+    opts = dict(dict(record="never", kubeconfig=ADMIN_CONF), **(opts or {}))
+    try:
+        client = connect(yaml, opts["record"], opts["kubeconfig"], var)
+        record = read(client, KUBELET, opts["record"]) if client else None
+        if record is None:
+            return Sync([], client)
+        cluster = read(client, CLUSTER, "always")
+        doc = yaml.safe_load(record.text)
+        if not isinstance(doc, dict) or doc.get("kind") != "KubeletConfiguration":
+            raise RecordError("%s does not hold a KubeletConfiguration" % record.label)
+    except (yaml.YAMLError, RecordError) as exc:
+        raise SyncError("kubeadm's record (ConfigMap kube-system/%s): %s" % (KUBELET[0], exc)) from None
+    want = dict(doc, **settings)
+    after = yaml.safe_dump(want, default_flow_style=False, sort_keys=False) if want != doc else None
+    source = Source(record.label, record.text, after, want, record=record)
+    if after is not None:
+        if not kubeadm_bin:
+            raise SyncError("%s: no kubeadm on this node to validate the change with" % source.label)
+        refused = validate(run_command, kubeadm_bin, cluster.text.rstrip("\n") + "\n---\n" + after)
+        if refused:
+            raise SyncError("%s: kubeadm refuses the new KubeletConfiguration: %s" % (source.label, refused))
+        try:
+            send(client, record, after, dry_run=True)
+        except RecordError as exc:
+            raise SyncError(str(exc)) from None
+    return Sync([source], client)
