@@ -53,7 +53,10 @@ packer-validate: deps
 	packer validate -var subscription_id=00000000-0000-0000-0000-000000000000 -var resource_group=placeholder packer/azure-node.json
 	packer validate -var base_image=placeholder packer/lab-node.json
 
+# The baked image needs the lab's Kubernetes build (its kubeadm and kubelet); tests/integration/test_baked_join.py then
+# joins a node booted from it to the lab's cluster.
 bake: image
+	bash lab/k8s/build.sh >/dev/null
 	bash scripts/bake.sh
 
 # The execution environment (execution-environment.yml) built on the lab's base image, then driven by ansible-runner
@@ -77,15 +80,17 @@ molecule: image
 # The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
 # etcd, then the control plane whose objects live in it (and its scheduler); the rest (the Events cluster and kube-apiserver's manifest among it).
 # test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
-# The whole-lab audit (all green, nothing changed, the report in a browser) and the workers' converged state (testinfra)
-# run while nothing else does.
+# The whole-lab audit (all green, nothing changed, the report in a browser), the workers' converged state (testinfra)
+# and the cluster's own lifecycle (the real kubeadm upgrades every node; every tuning still in force) run while
+# nothing else does.
 lab-test: lab
 	bash tests/integration/site_twice.sh
 	pytest -q --durations=3 tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
+	pytest -q --durations=3 tests/integration/test_kubeadm_lifecycle.py
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
 	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py"
+	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
 test: deps
 	$(MAKE) lint
@@ -96,6 +101,7 @@ test: deps
 	$(MAKE) lab
 	bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
 	$(MAKE) bake
+	pytest -q --durations=3 tests/integration/test_baked_join.py
 	$(MAKE) ee-test
 	@echo "make test: all checks passed"
 

@@ -11,7 +11,7 @@ Standard library plus the docker CLI.  Commands:
   redeploy  emulate an Azure redeploy of one node: wipe its resource disk, restart it
 
 Node counts come from the environment: LAB_ETCD_NODES (3), LAB_ETCD_EVENTS_NODES (3),
-LAB_CONTROL_PLANE_NODES (1), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: external etcd hosts set
+LAB_CONTROL_PLANE_NODES (3), LAB_CPU_NODES (2), LAB_GPU_NODES (1), LAB_ETCD_KUBEADM_NODES (3: external etcd hosts set
 up with kubeadm, static pods run by a stand-in for the kubelet), LAB_LB_NODES (1: HAProxy, the controlPlaneEndpoint).
 The real kubeadm makes the cluster (lab/kubeadm.py): `kubeadm init` on the first control plane node, `kubeadm join
 --control-plane` on the others (kubeadm's HA shape), `kubeadm join` on the workers. The first control plane node runs

@@ -22,7 +22,8 @@ CLASSES = [
     # members' certificates carry their addresses).
     ("etcd", "etcd", "LAB_ETCD_NODES", 3, False, 10, 20),
     ("etcd_events", "etcd-events", "LAB_ETCD_EVENTS_NODES", 3, False, 30, 20),
-    ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 1, True, 50, 10),
+    # kubeadm's HA shape: three API servers behind the load balancer, scheduler and controller manager electing leaders
+    ("kube_control_plane", "cp", "LAB_CONTROL_PLANE_NODES", 3, True, 50, 10),
     # kubeadm's etcd: static pods run by the lab's stand-in kubelet (lab/fixtures/kubelet-standin.py), TLS on.
     # A child of the etcd group: the same playbook moves it.
     ("etcd_kubeadm", "etcd-kubeadm", "LAB_ETCD_KUBEADM_NODES", 3, False, 60, 10),

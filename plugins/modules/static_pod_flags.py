@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: static_pod_flags
-short_description: Set command-line flags and hostPath volumes of a static pod manifest (kubeadm's), as YAML data
+short_description: Set command-line flags and hostPath volumes of a static pod manifest (kubeadm's), as YAML data, and where kubeadm renders it from
 version_added: "0.4.0"
 description:
   - Parses the manifest as YAML, sets each of O(flags) as C(--flag=value) in the container's C(command) list (in

@@ -1,7 +1,8 @@
-"""Against the lab's real control plane (lab/controlplane.py): kube-apiserver, kube-controller-manager and
-kube-scheduler built from Go modules and run as kubeadm-shaped static pods on cp-1, their objects in the kubeadm etcd
-cluster, Events wired by events_etcd into the Events cluster, kwok keeping LAB_KWOK_NODES fake Nodes Ready. Runs after
-`make site`, after test_etcd_static_pod.py and test_events_etcd.py (which disturb the same clusters); in order.
+"""Against the lab's real control plane (lab/kubeadm.py, lab/controlplane.py): kube-apiserver, kube-controller-manager
+and kube-scheduler built from Go modules and run by kubeadm as static pods on the control plane nodes, their objects in
+the external etcd hosts' cluster, Events wired by events_etcd into the Events cluster, kwok keeping LAB_KWOK_NODES fake
+Nodes Ready. Runs after `make site`, after test_etcd_static_pod.py and test_events_etcd.py (which disturb the same
+clusters); in order.
 """
 
 import json
@@ -114,7 +115,7 @@ def test_version_leases_and_kwok_nodes(api, bins):
             lease = json.loads(api("get", "lease", "-n", "kube-system", component, "-o", "json", check=False).stdout
                                or "{}")
             holder = lease.get("spec", {}).get("holderIdentity", "")
-            return holder.startswith("cp-1") and lease
+            return any(holder.startswith(cp + "_") for cp in hosts_of("kube_control_plane")) and lease
         lease = wait_for(component + "'s lease", held, timeout=120)
         assert lease["spec"]["leaseDurationSeconds"] > 0
     counts = controlplane.kwok_counts()

@@ -1,9 +1,11 @@
-"""Against the lab's kubeadm-style etcd (lab.py: three static pod members under /etc/kubernetes/manifests, run by the
-lab's stand-in for the kubelet, TLS with kubeadm's PKI, 300 keys, data on the OS disk at /var/lib/etcd), after
-`make site` moved it (--check predicting it, reads polled, second run changing nothing): each member's data volume
-points at its SSD while the container keeps --data-dir=/var/lib/etcd; a failed move restarts the member on its old
-directory; a manifest an interrupted run held aside is put back; a new quota restarts one member; snapshots use kubeadm's
-healthcheck client certificate; a member whose SSD was wiped rejoins. The tests run in order.
+"""Against the lab's external etcd hosts (lab/kubeadm.py, kubeadm's "HA etcd cluster" guide: three static pod members
+under /etc/kubernetes/manifests made by `kubeadm init phase etcd local --config /etc/kubernetes/kubeadmcfg.yaml`, run by
+the lab's stand-in for the kubelet, TLS with kubeadm's PKI, 300 keys, data on the OS disk at /var/lib/etcd), after
+`make site` moved it (--check predicting it, reads polled, second run changing nothing): each member runs from its SSD
+in the shape kubeadm renders etcd.local.dataDir (--data-dir, the data volume and its mount), and its host's kubeadm
+configuration says the same; a failed move restarts the member on its old directory; a manifest an interrupted run held
+aside is put back; a new quota restarts one member; snapshots use kubeadm's healthcheck client certificate; a member
+whose SSD was wiped rejoins. The tests run in order.
 """
 
 import hashlib
@@ -22,6 +24,7 @@ MEMBERS = ["etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"]
 KEYS = 300
 SSD_DIR = "/mnt/local-ssd/etcd"
 MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"
+KUBEADMCFG = "/etc/kubernetes/kubeadmcfg.yaml"
 HELD = "/etc/kubernetes/kubescale-held/etcd.yaml"
 PKI = "/etc/kubernetes/pki/etcd"
 TLS = ["--cacert=%s/ca.crt" % PKI, "--cert=%s/healthcheck-client.crt" % PKI, "--key=%s/healthcheck-client.key" % PKI]
@@ -40,11 +43,28 @@ def etcdctl(via, *args, check=True):
     return node(via, "etcdctl", "--endpoints=" + endpoints(), *TLS, "--command-timeout=5s", *args, check=check)
 
 
+def own_endpoint(member):
+    """The member's own client URL (the guide's listen-client-urls: its address only)."""
+    return [e for e in endpoints().split(",") if e.startswith("https://%s:" % lab_ip(member))][0]
+
+
+def lab_ip(member):
+    with open(HOSTS) as f:
+        return yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"][member]["lab_ip"]
+
+
 def keys_on(member):
     """The test keys `member` holds itself (serializable read against its own endpoint only)."""
-    out = node(member, "etcdctl", "--endpoints=https://127.0.0.1:2379", *TLS, "get", "--consistency=s", "--prefix",
+    out = node(member, "etcdctl", "--endpoints=" + own_endpoint(member), *TLS, "get", "--consistency=s", "--prefix",
                "/kubescale-test/", check=False).stdout.splitlines()
     return dict(zip(out[0::2], out[1::2]))
+
+
+def kubeadmcfg(member):
+    """etcd.local of the member's host's own kubeadm configuration: (dataDir, extraArgs as a dict)."""
+    docs = list(yaml.safe_load_all(node(member, "cat", KUBEADMCFG).stdout))
+    local = [d for d in docs if d.get("kind") == "ClusterConfiguration"][0]["etcd"]["local"]
+    return local.get("dataDir"), dict((a["name"], a["value"]) for a in local.get("extraArgs") or [])
 
 
 def pod(member):
@@ -85,12 +105,15 @@ def test_every_member_runs_from_its_ssd_with_every_key(cluster):
     for m in MEMBERS:
         flags, data = pod(m)
         assert data == SSD_DIR
-        assert flags["data-dir"] == "/var/lib/etcd"  # the container's path stays
+        assert flags["data-dir"] == SSD_DIR  # kubeadm's etcd.local.dataDir shape: the flag, the volume, its mount
         assert flags["quota-backend-bytes"] == str(8 * 1024 ** 3)
         assert node(m, "findmnt", "-n", "-o", "SOURCE", "-T", SSD_DIR).stdout.strip() == "/dev/sdb"
-        # what the etcd process sees at /var/lib/etcd (in its own root) is the SSD directory
-        mnt = node(m, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m -r findmnt -n -o SOURCE /var/lib/etcd").stdout
+        # what the etcd process sees at its data dir (in its own root) is the SSD directory
+        mnt = node(m, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m -r findmnt -n -o SOURCE %s" % SSD_DIR).stdout
         assert mnt.strip() == "/dev/sdb[/etcd]", mnt
+        # the guide's upgrade (kubeadm init phase etcd local --config) renders the same
+        data_dir, extra = kubeadmcfg(m)
+        assert data_dir == SSD_DIR and extra["quota-backend-bytes"] == str(8 * 1024 ** 3)
         assert node(m, "sh", "-c", "ls -d /var/lib/etcd.pre-ssd-*").stdout.strip()  # the backup
         # the move stopped and started the member; it never exited by itself (its mounts live in its own root, so
         # renaming the node's /var/lib/etcd to the backup changed nothing for it)
@@ -135,6 +158,9 @@ def test_failed_move_restarts_the_member_on_its_old_directory(cluster):
         assert re.search(r"%s\s+: .*rescued=1" % m, proc.stdout)
         flags, data = pod(m)
         assert data == SSD_DIR and flags == flags_before  # the quota flag as it was, too
+        # its host's kubeadm configuration put back too (the failed move had written /mnt/tiny/etcd and 4 GiB there)
+        data_dir, extra = kubeadmcfg(m)
+        assert data_dir == SSD_DIR and extra["quota-backend-bytes"] == str(8 * 1024 ** 3)
         assert running(m) and len(keys_on(m)) == KEYS
         assert node(m, "ls", "-A", "/etc/kubernetes/kubescale-held").stdout.strip() == ""
         assert poll.held(), (poll.failures, poll.retried)
@@ -166,10 +192,12 @@ def test_a_new_quota_restarts_one_member(cluster):
     # held aside and put back (member_static_pod.yml), the quota flag set in between
     assert re.search(r"changed: \[%s\]" % m, proc.stdout.split("Start the member (the kubelet runs the manifest again)]")[1])
     assert pod(m)[0]["quota-backend-bytes"] == str(4 * 1024 ** 3)
+    assert kubeadmcfg(m)[1]["quota-backend-bytes"] == str(4 * 1024 ** 3)
     assert "bytes of a 4294967296-byte quota" in proc.stdout  # the db size against the new quota, reported
     assert len(keys_on(m)) == KEYS and poll.held(), (poll.failures, poll.retried)
     back = playbook(ROLE, "-l", m)
     assert back.returncode == 0 and pod(m)[0]["quota-backend-bytes"] == str(8 * 1024 ** 3), back.stdout[-3000:]
+    assert kubeadmcfg(m)[1]["quota-backend-bytes"] == str(8 * 1024 ** 3)
 
 
 def test_snapshots_through_kubeadms_healthcheck_certificate(cluster):
@@ -202,6 +230,7 @@ def test_a_wiped_member_rejoins_and_resyncs(cluster):
     assert len(keys_on(m)) == KEYS
     flags, data = pod(m)
     assert data == SSD_DIR and flags["initial-cluster-state"] == "existing"
+    assert kubeadmcfg(m)[1]["initial-cluster-state"] == "existing"  # the guide's upgrade renders the same
     new = [line for line in etcdctl("etcd-kubeadm-1", "member", "list").stdout.splitlines() if ", %s, " % m in line]
     assert new and new[0].split(",")[0] != old_id[0].split(",")[0] and "started" in new[0]
     assert poll.held(), (poll.failures, poll.retried)

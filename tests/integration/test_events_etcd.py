@@ -1,16 +1,18 @@
 """Against the lab: the Events etcd cluster (the etcd_events group: three members by default; LAB_ETCD_EVENTS_NODES=1
 makes it one) speaks TLS with client certificates only, kube-apiserver's own etcd client certificate on cp-1
-is trusted, the kubeadm-shaped manifest gets exactly the override, and nothing is
-wired (or changed) when the cluster is down or the input is bad. Runs after `make site` converged the lab."""
+is trusted, kube-apiserver's manifest (kubeadm's) gets exactly the override, and so do kubeadm's configuration file and
+its record (the kubeadm-config ConfigMap), in the order kubeadm renders them; nothing is wired (or changed) when the
+cluster is down or the input is bad. Runs after `make site` converged the lab."""
 
 import hashlib
+import json
 import os
 import re
 import subprocess
 
-import controlplane
 import pytest
 import yaml
+from kube import kubectl
 from labnode import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,12 +67,33 @@ def manifest_command():
     return pod["spec"]["containers"][0]["command"]
 
 
-def fixture_command():
-    """kube-apiserver's command as the lab placed it (lab/controlplane.py: its etcd is the kubeadm cluster)."""
-    servers = ",".join("https://%s:2379" % lab_ip(m) for m in ("etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"))
-    text = controlplane.fixture("kube-apiserver.yaml.tmpl", ADDRESS=lab_ip("cp-1"), ETCD_SERVERS=servers,
-                                VERSION=controlplane.k8s_version(), SERVICE_CIDR=controlplane.SERVICE_CIDR)
-    return yaml.safe_load(text)["spec"]["containers"][0]["command"]
+def without_overrides(command):
+    return [a for a in command if not a.startswith("--etcd-servers-overrides=")]
+
+
+def record():
+    """kubeadm's record: the kubeadm-config ConfigMap (its resourceVersion) and its ClusterConfiguration."""
+    cm = json.loads(kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o", "json").stdout)
+    return cm["metadata"]["resourceVersion"], yaml.safe_load(cm["data"]["ClusterConfiguration"])
+
+
+def put_record(cfg):
+    cm = json.loads(kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o", "json").stdout)
+    cm["data"]["ClusterConfiguration"] = yaml.safe_dump(cfg, default_flow_style=False, sort_keys=False)
+    kubectl("replace", "-f", "-", stdin=json.dumps(cm))
+
+
+def extra_args(cfg):
+    return [(a["name"], a["value"]) for a in cfg["apiServer"].get("extraArgs") or []]
+
+
+def put_manifest(command):
+    """kube-apiserver's manifest with this command, written as an operator would (atomically), and the API server
+    waited for."""
+    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
+    pod["spec"]["containers"][0]["command"] = command
+    node("cp-1", "sh", "-c", "cat > /etc/kubernetes/.apiserver.tmp && mv /etc/kubernetes/.apiserver.tmp " + MANIFEST,
+         stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
 
 
 def sha(host, *paths):
@@ -99,60 +122,75 @@ def test_tls_with_the_apiservers_client_certificate_and_nothing_else():
     assert "etcd_server_has_leader 1" in metrics
 
 
-def test_manifest_gets_exactly_the_override():
-    want = fixture_command() + ["--etcd-servers-overrides=/events#" + events_url()]
-    assert manifest_command() == want
+def test_manifest_gets_exactly_the_override_in_kubeadms_order():
+    command = manifest_command()
+    overrides = [a for a in command if a.startswith("--etcd-servers-overrides=")]
+    assert overrides == ["--etcd-servers-overrides=/events#" + events_url()]
+    # kubeadm renders its own flags sorted, then the ClusterConfiguration's extraArgs in their order
+    extra = extra_args(record()[1])
+    assert command[len(command) - len(extra):] == ["--%s=%s" % kv for kv in extra]
+    own = command[1:len(command) - len(extra)]
+    assert own == sorted(own)
 
 
-def test_kubeadm_configuration_gets_the_same_override_in_extra_args():
+def test_kubeadm_configuration_and_record_get_the_same_override_in_extra_args():
     docs = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
     assert [d["kind"] for d in docs] == ["InitConfiguration", "ClusterConfiguration"]
-    assert docs[1]["apiServer"]["extraArgs"] == {"audit-log-maxage": "30", "authorization-mode": "Node,RBAC",
-                                                 "etcd-servers-overrides": "/events#" + events_url()}
+    assert ("etcd-servers-overrides", "/events#" + events_url()) in extra_args(docs[1])
     assert docs[1]["etcd"]["external"]["certFile"] == PKI + "/apiserver-etcd-client.crt"
+    assert ("etcd-servers-overrides", "/events#" + events_url()) in extra_args(record()[1])
 
 
 def test_an_existing_override_is_kept_and_a_stale_events_one_replaced():
-    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
-    cmd = [a for a in pod["spec"]["containers"][0]["command"] if not a.startswith("--etcd-servers-overrides=")]
-    cmd.append("--etcd-servers-overrides=/events#https://10.9.9.9:2383,coordination.k8s.io/leases#http://10.8.8.8:2379")
-    pod["spec"]["containers"][0]["command"] = cmd
-    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
-    proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    overrides = [a for a in manifest_command() if a.startswith("--etcd-servers-overrides=")]
-    assert overrides == ["--etcd-servers-overrides=/events#%s,coordination.k8s.io/leases#http://10.8.8.8:2379"
-                         % events_url()]
-    # back to the fixture's shape for the other tests
-    pod["spec"]["containers"][0]["command"] = fixture_command()
-    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
+    # another resource already served by other etcd servers (here the main etcd itself, so the API server stays
+    # ready), and a stale Events entry
+    leases = "coordination.k8s.io/leases#" + ";".join("https://%s:2379" % lab_ip(m) for m in
+                                                       ("etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"))
+    wired = manifest_command()
+    _version, cfg = record()
+    put_manifest(without_overrides(wired) + ["--etcd-servers-overrides=/events#https://10.9.9.9:2383," + leases])
+    try:
+        proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        overrides = [a for a in manifest_command() if a.startswith("--etcd-servers-overrides=")]
+        assert overrides == ["--etcd-servers-overrides=/events#%s,%s" % (events_url(), leases)]
+    finally:
+        # back as site left them for the other tests: the manifest and the record (the role merged the other
+        # resource's override into it)
+        put_record(cfg)
+        put_manifest(wired)
     assert playbook("tests/integration/events_role.yml", "-l", "cp-1").returncode == 0
-    assert manifest_command() == fixture_command() + ["--etcd-servers-overrides=/events#" + events_url()]
+    assert manifest_command() == wired
 
 
-def test_events_cluster_down_leaves_the_manifest_as_it_was():
-    pod = yaml.safe_load(node("cp-1", "cat", MANIFEST).stdout)
-    pod["spec"]["containers"][0]["command"] = fixture_command()
-    node("cp-1", "sh", "-c", "cat > " + MANIFEST, stdin=yaml.safe_dump(pod, default_flow_style=False, sort_keys=False))
-    cfg = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
-    del cfg[1]["apiServer"]["extraArgs"]["etcd-servers-overrides"]
+def test_events_cluster_down_leaves_the_manifest_and_kubeadms_record_as_they_were():
+    # unwired everywhere kubeadm and the kubelet read it: the manifest, the file, the record
+    put_manifest(without_overrides(manifest_command()))
+    docs = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
+    docs[1]["apiServer"]["extraArgs"] = [a for a in docs[1]["apiServer"]["extraArgs"]
+                                         if a["name"] != "etcd-servers-overrides"]
     node("cp-1", "sh", "-c", "cat > " + KUBEADM_CONFIG,
-         stdin=yaml.safe_dump_all(cfg, default_flow_style=False, sort_keys=False))
-    before = (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG))
+         stdin=yaml.safe_dump_all(docs, default_flow_style=False, sort_keys=False))
+    _version, cfg = record()
+    cfg["apiServer"]["extraArgs"] = [a for a in cfg["apiServer"]["extraArgs"] if a["name"] != "etcd-servers-overrides"]
+    put_record(cfg)
+    before = (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG), record()[0])
     node("etcd-events-1", "systemctl", "stop", "etcd-events")
     try:
         proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
         assert proc.returncode != 0
         assert "The Events etcd cluster does not answer healthy from this node" in proc.stdout, proc.stdout[-3000:]
-        assert "%s and %s were left as they were" % (MANIFEST, KUBEADM_CONFIG) in proc.stdout, proc.stdout[-3000:]
-        assert (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG)) == before
+        assert "%s and %s and ConfigMap kube-system/kubeadm-config (ClusterConfiguration) were left as they were" % (
+            MANIFEST, KUBEADM_CONFIG) in proc.stdout.replace("\n", " ").replace("  ", " "), proc.stdout[-3000:]
+        assert (sha("cp-1", MANIFEST), sha("cp-1", KUBEADM_CONFIG), record()[0]) == before
     finally:
         node("etcd-events-1", "systemctl", "start", "etcd-events")
     proc = playbook("tests/integration/events_role.yml", "-l", "cp-1")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "--etcd-servers-overrides=/events#" + events_url() in manifest_command()
-    cfg = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
-    assert cfg[1]["apiServer"]["extraArgs"]["etcd-servers-overrides"] == "/events#" + events_url()
+    docs = list(yaml.safe_load_all(node("cp-1", "cat", KUBEADM_CONFIG).stdout))
+    assert ("etcd-servers-overrides", "/events#" + events_url()) in extra_args(docs[1])
+    assert ("etcd-servers-overrides", "/events#" + events_url()) in extra_args(record()[1])
 
 
 @pytest.mark.parametrize("play,extra,message", [
@@ -176,13 +214,13 @@ def test_events_cluster_down_leaves_the_manifest_as_it_was():
 ])
 def test_bad_input_changes_nothing(play, extra, message):
     files = ["/etc/kubescale/etcd-events.env", "/etc/systemd/system/etcd-events.service"]
-    before = (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG))
+    before = (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG), record()[0])
     host = "etcd-events-1" if play == "etcd_events" else "cp-1"
     proc = playbook("tests/integration/events_role.yml", "-l", host, "-e", extra)
     assert proc.returncode != 0
     assert message in proc.stdout, proc.stdout[-2500:]
     assert "Nothing was changed" in proc.stdout or "must be one of" in message
-    assert (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG)) == before
+    assert (sha("etcd-events-1", *files), sha("cp-1", MANIFEST, KUBEADM_CONFIG), record()[0]) == before
     assert re.search(r"%s\s+: ok=\d+\s+changed=0 " % host, proc.stdout)
 
 

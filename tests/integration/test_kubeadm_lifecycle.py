@@ -5,7 +5,8 @@ operator does, and every tuning is still in force where it acts.
   others and on the workers, and on each external etcd host the upstream guide's upgrade: `kubeadm init phase etcd
   local --config` with its own configuration file. Every command names kubeadm's patches directory, as an operator's
   (or an autoscaler's) does.
-- Before: kubeadm_drift finds nothing kubeadm would revert. During: no read polled through the controlPlaneEndpoint
+- Before: a change kubeadm would refuse is refused before anything changes; kubeadm_drift finds nothing kubeadm would
+  revert. During: no read polled through the controlPlaneEndpoint
   fails (with more than one control plane node; with one, the failures are counted and shown). After: every static
   pod manifest is the one the collection wrote (kubeadm found them equal and restarted nothing); Events are stored in
   the Events etcd; the scheduler runs the bin-packing profile; kube-apiserver its inflight limits; every etcd member
@@ -95,6 +96,57 @@ def kubeadm_on(host, *args, what):
     proc = node(host, "kubeadm", *args, check=False)
     assert proc.returncode == 0, "%s on %s:\n%s\n%s" % (what, host, proc.stdout[-3000:], proc.stderr[-3000:])
     return proc.stdout
+
+
+def record_version():
+    return kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o",
+                   "jsonpath={.metadata.resourceVersion}").stdout
+
+
+def put_record(text):
+    cm = json.loads(kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o", "json").stdout)
+    cm["data"]["ClusterConfiguration"] = text
+    kubectl("replace", "-f", "-", stdin=json.dumps(cm))
+
+
+def apiserver_load(*extra):
+    return subprocess.run(["ansible-playbook", "tests/integration/apiserver_role.yml", "-l", CPS[0]] + list(extra),
+                          cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("where", ["file", "record"])
+def test_a_change_kubeadm_refuses_is_refused_before_anything_changes(where):
+    """A ClusterConfiguration kubeadm would refuse (a field it does not know, as a typo by hand leaves one) is checked
+    with the node's kubeadm config validate before anything is written: new inflight limits are refused in kubeadm's own
+    words, and the manifest, the file, the record and the running API server stay as they were."""
+    config = "/etc/kubernetes/kubeadm-config.yaml"
+    saved_file = node(CPS[0], "cat", config).stdout
+    saved_record = kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o",
+                           "jsonpath={.data.ClusterConfiguration}").stdout
+    if where == "file":
+        docs = list(yaml.safe_load_all(saved_file))
+        docs[1]["apiServer"]["extraArg"] = [{"name": "typo", "value": "1"}]
+        node(CPS[0], "sh", "-c", "cat > " + config, stdin=yaml.safe_dump_all(docs, sort_keys=False))
+    else:
+        cfg = yaml.safe_load(saved_record)
+        cfg["apiServer"]["extraArg"] = [{"name": "typo", "value": "1"}]
+        put_record(yaml.safe_dump(cfg, sort_keys=False))
+    try:
+        before = (node(CPS[0], "cat", config).stdout,
+                  node(CPS[0], "cat", "/etc/kubernetes/manifests/kube-apiserver.yaml").stdout, record_version(),
+                  node(CPS[0], "pgrep", "-f", "^kube-apiserver ").stdout)
+        proc = apiserver_load("-e", "apiserver_load_max_requests_inflight=900")
+        assert proc.returncode != 0, proc.stdout[-3000:]
+        out = " ".join(proc.stdout.split())
+        assert "kubeadm refuses the new ClusterConfiguration" in out and 'unknown field "apiServer.extraArg"' in out, \
+            proc.stdout[-3000:]
+        assert "Nothing was changed" in out
+        assert (node(CPS[0], "cat", config).stdout,
+                node(CPS[0], "cat", "/etc/kubernetes/manifests/kube-apiserver.yaml").stdout, record_version(),
+                node(CPS[0], "pgrep", "-f", "^kube-apiserver ").stdout) == before
+    finally:
+        node(CPS[0], "sh", "-c", "cat > " + config, stdin=saved_file)
+        put_record(saved_record)
 
 
 class ApiPoller(threading.Thread):

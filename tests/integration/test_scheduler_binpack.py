@@ -1,7 +1,8 @@
-"""Against the lab's real kube-scheduler on cp-1 (a kubeadm-shaped static pod under the stand-in kubelet): the
-scheduler_binpack role's profile is what the running scheduler uses, a change restarts it on the new file and it
-holds its lease again, bad input changes no file and no process, and a config the scheduler itself refuses is put
-back. Runs after `make site` converged the lab (the site playbook has applied the role once already)."""
+"""Against the lab's real kube-schedulers (kubeadm's static pods under the stand-in kubelet, one per control plane node,
+electing a leader): the scheduler_binpack role's profile is what the running scheduler uses and what kubeadm's file and
+record carry, a change restarts cp-1's on the new file and a scheduler holds the lease again, bad input changes no file
+and no process, and a config the scheduler itself refuses is put back. Runs after `make site` converged the lab (the
+site playbook has applied the role once already)."""
 
 import calendar
 import hashlib
@@ -51,11 +52,12 @@ def lease():
 
 
 def holds_lease(not_holder=None):
-    """The lease's holder once a scheduler on cp-1 other than `not_holder` holds it and has renewed it lately."""
+    """The lease's holder once a scheduler of the control plane nodes other than `not_holder` holds it and has renewed
+    it lately."""
     def check():
         spec = lease()
         holder = spec.get("holderIdentity", "")
-        if not holder.startswith("cp-1") or holder == not_holder:
+        if not holder.startswith("cp-") or holder == not_holder:
             return None
         renewed = kubectl("get", "lease", "-n", "kube-system", "kube-scheduler",
                           "-o", "jsonpath={.spec.renewTime}").stdout
@@ -66,6 +68,24 @@ def holds_lease(not_holder=None):
 
 def run(*extra):
     return playbook("-i", HOSTS, ROLE, *extra)
+
+
+def scheduler_args(cfg):
+    return dict((a["name"], a["value"]) for a in (cfg.get("scheduler") or {}).get("extraArgs") or [])
+
+
+def kubeadm_file():
+    return [d for d in yaml.safe_load_all(node("cp-1", "cat", KUBEADM).stdout) if d["kind"] == "ClusterConfiguration"][0]
+
+
+def kubeadm_record():
+    return yaml.safe_load(kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o",
+                                  "jsonpath={.data.ClusterConfiguration}").stdout)
+
+
+def digest_env(cfg):
+    return [e["value"] for e in (cfg.get("scheduler") or {}).get("extraEnvs") or []
+            if e["name"] == "KUBESCALE_SCHEDULER_CONFIG_SHA256"]
 
 
 def pod(name, scheduler):
@@ -105,10 +125,13 @@ def test_the_running_scheduler_has_the_profile_and_pods_choose_it(converged):
     assert [p["schedulerName"] for p in cfg["profiles"]] == ["default-scheduler", "bin-packing"]
     fit = cfg["profiles"][1]["pluginConfig"][0]
     assert fit["args"]["scoringStrategy"]["type"] == "MostAllocated"
-    kubeadm = [d for d in yaml.safe_load_all(node("cp-1", "cat", KUBEADM).stdout) if d["kind"] ==
-               "ClusterConfiguration"][0]
-    assert kubeadm["scheduler"]["extraArgs"]["config"] == CONFIG
-    assert kubeadm["scheduler"]["extraVolumes"][0]["hostPath"] == CONFIG
+    # where kubeadm renders the scheduler from: the same --config, volume and digest (the environment variable that
+    # restarts the scheduler when only the file changes; kubeadm renders it too)
+    env = dict((e["name"], e["value"]) for e in ctr.get("env") or [])
+    for kubeadm in (kubeadm_file(), kubeadm_record()):
+        assert scheduler_args(kubeadm)["config"] == CONFIG
+        assert kubeadm["scheduler"]["extraVolumes"][0]["hostPath"] == CONFIG
+        assert digest_env(kubeadm) == [env["KUBESCALE_SCHEDULER_CONFIG_SHA256"]]
     # the running process reads that file: a pod asking for the profile is bound, one asking for an unknown one is not
     cmdline = node("cp-1", "sh", "-c", "tr '\\0' ' ' < /proc/$(pgrep -x kube-scheduler)/cmdline").stdout
     assert "--config=" + CONFIG in cmdline
@@ -125,17 +148,25 @@ def test_a_new_weight_is_predicted_then_restarts_the_scheduler_which_holds_its_l
                                                              {"name": "memory", "weight": 1},
                                                              {"name": "nvidia.com/gpu", "weight": 5}]})]
     before, pids, holder = files(), scheduler_pids(), holds_lease()
+    wiring = (scheduler_args(kubeadm_file()), kubeadm_file()["scheduler"]["extraVolumes"])
+    version = kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o",
+                      "jsonpath={.metadata.resourceVersion}").stdout
     check = run("--check", "--diff", *new)
     assert check.returncode == 0 and recap(check, "cp-1")["changed"] == 1, check.stdout[-3000:]
-    assert "weight: 5" in check.stdout and "kubescale.io/scheduler-config-sha256" in check.stdout
+    assert "weight: 5" in check.stdout and "KUBESCALE_SCHEDULER_CONFIG_SHA256" in check.stdout
     assert files() == before and scheduler_pids() == pids
+    assert kubectl("get", "configmap", "-n", "kube-system", "kubeadm-config", "-o",
+                   "jsonpath={.metadata.resourceVersion}").stdout == version
     real = run(*new)
     assert real.returncode == 0 and recap(real, "cp-1")["changed"] == 1, real.stdout[-3000:]
     after = files()
     assert after[CONFIG] != before[CONFIG] and after[MANIFEST] != before[MANIFEST]
-    assert after[KUBEADM] == before[KUBEADM]  # the wiring was there already; only the file and its digest changed
+    # the wiring was there already: only the file and its digest changed, in the manifest and where kubeadm reads it
+    assert (scheduler_args(kubeadm_file()), kubeadm_file()["scheduler"]["extraVolumes"]) == wiring
+    env = dict((e["name"], e["value"]) for e in read(MANIFEST)["spec"]["containers"][0]["env"])
+    assert digest_env(kubeadm_file()) == digest_env(kubeadm_record()) == [env["KUBESCALE_SCHEDULER_CONFIG_SHA256"]]
     assert scheduler_pids() != pids
-    holds_lease(not_holder=holder)
+    holds_lease(not_holder=holder if holder.startswith("cp-1_") else None)
     weights = read(CONFIG)["profiles"][1]["pluginConfig"][0]["args"]["scoringStrategy"]["resources"]
     assert {"name": "nvidia.com/gpu", "weight": 5} in weights
     again = run(*new)
@@ -182,6 +213,7 @@ def test_a_config_the_scheduler_refuses_is_put_back_and_the_old_scheduler_runs_a
     ctr["volumeMounts"] = [m for m in ctr["volumeMounts"] if m["name"] != "kubescale-scheduler-config"]
     manifest["spec"]["volumes"] = [v for v in manifest["spec"]["volumes"] if v["name"] != "kubescale-scheduler-config"]
     manifest["metadata"].pop("annotations", None)
+    ctr.pop("env", None)
     node("cp-1", "sh", "-c", "cat > %s.tmp && mv %s.tmp %s" % (MANIFEST, MANIFEST, MANIFEST),
          stdin=yaml.safe_dump(manifest))
     try:
@@ -194,7 +226,7 @@ def test_a_config_the_scheduler_refuses_is_put_back_and_the_old_scheduler_runs_a
         assert proc.returncode != 0
         assert "kube-scheduler did not come back on %s within 30s" % user in proc.stdout, proc.stdout[-3000:]
         assert {p: node("cp-1", "cat", p).stdout for p in before} == before
-        holds_lease(not_holder=holder)
+        holds_lease(not_holder=holder if holder.startswith("cp-1_") else None)
         cmdline = node("cp-1", "sh", "-c", "tr '\\0' ' ' < /proc/$(pgrep -x kube-scheduler)/cmdline").stdout
         assert "--config" not in cmdline
     finally:
