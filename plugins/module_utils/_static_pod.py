@@ -148,11 +148,16 @@ def set_env(container, name, value):
     return True
 
 
+# kubeadm writes these containers' volume mounts as a literal list, not sorted (cmd/kubeadm/app/phases/etcd/local.go).
+_KUBEADM_MOUNTS = {"etcd": ["etcd-data", "etcd-certs"]}
+
+
 def kubeadm_order(pod, container, key, extra_names):
     """Order the container's `key` list (command) and the Pod's volumes and mounts as kubeadm renders them, so that
     `kubeadm upgrade` finds the manifest equal to the one it would write: the first non-flag argument (the binary),
     then the flags kubeadm sets itself sorted by name and value, then the ClusterConfiguration's extraArgs in its order
-    (`extra_names`); volumes, mounts and environment variables sorted by name. True when anything moved."""
+    (`extra_names`); volumes, mounts and environment variables sorted by name, except the mounts kubeadm lists in a
+    fixed order (etcd's: its data, then its certificates), which come first in that order. True when anything moved."""
     argv = list(container.get(key) or [])
     head = [a for a in argv[:1] if not (isinstance(a, str) and a.startswith("--"))]
     rest = argv[len(head):]
@@ -167,10 +172,13 @@ def kubeadm_order(pod, container, key, extra_names):
     moved = ordered != argv
     container[key] = ordered
     spec = pod.get("spec") or {}
+    fixed = _KUBEADM_MOUNTS.get(container.get("name"), [])
     for holder, field in ((spec, "volumes"), (container, "volumeMounts"), (container, "env")):
         items = holder.get(field)
         if isinstance(items, list) and all(isinstance(i, dict) for i in items):
-            by_name = sorted(items, key=lambda i: str(i.get("name")))
+            first = fixed if field == "volumeMounts" else []
+            by_name = sorted(items, key=lambda i: (first.index(i.get("name")) if i.get("name") in first else len(first),
+                                                   str(i.get("name"))))
             if by_name != items:
                 holder[field] = by_name
                 moved = True

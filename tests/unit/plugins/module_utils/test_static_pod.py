@@ -226,6 +226,21 @@ def test_kubeadm_order_puts_new_extra_args_after_kubeadms_own_and_sorts_what_it_
     assert [e["name"] for e in c["env"]] == ["A", "Z"]
 
 
+def test_kubeadm_order_keeps_etcds_mounts_in_kubeadms_literal_order():
+    """kubeadm sorts etcd's volumes but writes its mounts data first, certificates second: sorted mounts would make
+    `kubeadm upgrade apply` find the manifest changed and restart the member."""
+    pod = {"spec": {"containers": [{"name": "etcd", "command": ["etcd", "--data-dir=/mnt/local-ssd/etcd"],
+                                    "volumeMounts": [{"name": "etcd-certs", "mountPath": "/etc/kubernetes/pki/etcd"},
+                                                     {"name": "etcd-data", "mountPath": "/mnt/local-ssd/etcd"}]}],
+                    "volumes": [{"name": "etcd-data", "hostPath": {"path": "/mnt/local-ssd/etcd"}},
+                                {"name": "etcd-certs", "hostPath": {"path": "/etc/kubernetes/pki/etcd"}}]}}
+    c = pod["spec"]["containers"][0]
+    assert p.kubeadm_order(pod, c, "command", []) is True
+    assert [m["name"] for m in c["volumeMounts"]] == ["etcd-data", "etcd-certs"]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["etcd-certs", "etcd-data"]
+    assert p.kubeadm_order(pod, c, "command", []) is False
+
+
 def test_set_mount_paths_moves_a_mount_and_refuses_an_unmounted_volume():
     pod = kubeadm_pod()
     c = pod["spec"]["containers"][0]
