@@ -72,7 +72,7 @@ class Subscription:
         for rg, content in spec["resource_groups"].items():
             for vm in content.get("vms", []):
                 sub.add_vm(rg, vm["name"], vm["size"], vm.get("tags", {}), vm.get("power", "running"),
-                           public_ip=vm.get("public_ip", False))
+                           public_ip=vm.get("public_ip", False), provisioning=vm.get("provisioning", "Succeeded"))
             for ss in content.get("scale_sets", []):
                 sub.add_scale_set(rg, ss["name"], ss["mode"], ss["size"], ss.get("tags", {}), ss["instances"],
                                   power=ss.get("power", {}), vm_tags=ss.get("vm_tags", {}))
@@ -112,18 +112,27 @@ class Subscription:
         self.nics[vm_id.lower()] = [nic]
         return self._index(nic)
 
-    def add_vm(self, rg, name, size, tags, power="running", public_ip=False, scale_set=None, computer=None):
+    def add_vm(self, rg, name, size, tags, power="running", public_ip=False, scale_set=None, computer=None,
+               provisioning="Succeeded"):
         vm_id = "%s/providers/Microsoft.Compute/virtualMachines/%s" % (self._rg_path(rg), name)
         nic_id = "%s/providers/Microsoft.Network/networkInterfaces/%s-nic" % (self._rg_path(rg), name.replace("_", "-"))
         vm = _render(self._templates["virtual_machine"], NAME=name, SUB=self.id, RG=rg, SIZE=size, NIC_ID=nic_id,
                      VMID=str(uuid.uuid4()), COMPUTER=computer or name)
         vm["tags"] = dict(tags)
+        vm["properties"]["provisioningState"] = provisioning
         if scale_set is not None:
             vm["properties"]["virtualMachineScaleSet"] = {"id": scale_set["id"]}
         self._nic(rg, nic_id, vm_id, public_ip)
         self.vms.append(self._index(vm))
         self.power[vm_id.lower()], self.computer[vm_id.lower()] = power, computer or name
         return vm
+
+    def delete_nic_of(self, name):
+        """The VM's network interface deleted while the VM still shows in the VM list (it is being deleted: ARM's
+        lists lag a deletion by moments)."""
+        vm = next(v for v in self.vms if v["name"] == name)
+        for nic in self.nics.pop(vm["id"].lower(), []):
+            self.by_id.pop(nic["id"].lower(), None)
 
     def add_scale_set(self, rg, name, mode, size, tags, instances, power=None, vm_tags=None):
         power, vm_tags = power or {}, vm_tags or {}
@@ -171,6 +180,7 @@ class Arm:
         self.token_lifetime = token_lifetime
         self.tokens = {}
         self.faults = []
+        self.hooks = []
         self.counts = collections.Counter()
         self.log = []
         self._lock = threading.Lock()
@@ -253,9 +263,16 @@ class Arm:
             self.faults.append({"re": re.compile(path_regex, re.I), "status": status, "times": times,
                                 "retry_after": retry_after, "code": code, "hits": 0})
 
+    def on_request(self, path_regex, action):
+        """Run `action()` when a request matching `path_regex` arrives (before it is answered): a change to the
+        subscription between two of a client's requests."""
+        with self._lock:
+            self.hooks.append((re.compile(path_regex, re.I), action))
+
     def clear(self):
         with self._lock:
             self.faults.clear()
+            self.hooks.clear()
             self.counts.clear()
             self.log.clear()
 
@@ -351,16 +368,48 @@ class Arm:
                               "content": content, "contentLength": len(json.dumps(content))})
         return 200, {}, {"responses": responses}
 
-    def _page(self, items, raw_path, query):
+    def _page(self, items, raw_path, query, render=None):
+        """One page of `items` (each through `render`, when given) and, while more remain, a nextLink that carries the
+        request's own query with a $skiptoken, as ARM's do."""
         start = int(query.get("$skiptoken", ["0"])[0])
-        page = {"value": items[start:start + self.page_size]}
+        chunk = items[start:start + self.page_size]
+        page = {"value": [render(i) for i in chunk] if render else chunk}
         if start + self.page_size < len(items):
             path = urllib.parse.urlsplit(raw_path).path
-            page["nextLink"] = "%s%s?api-version=%s&$skiptoken=%d" % (
-                self.base, path, query.get("api-version", [""])[0], start + self.page_size)
+            params = [(k, v) for k, vs in query.items() if k != "$skiptoken" for v in vs]
+            params.append(("$skiptoken", str(start + self.page_size)))
+            page["nextLink"] = "%s%s?%s" % (self.base, path, urllib.parse.urlencode(params, safe="$"))
         return 200, {}, page
 
+    def instance_view(self, vm_id):
+        """A VM's instance view (VirtualMachineInstanceView), as GET .../instanceView answers it."""
+        vm = self.sub.by_id[vm_id]
+        return _render(_load("instance_view.json"), COMPUTER=self.sub.computer[vm_id], NAME=vm["name"],
+                       POWER=self.sub.power[vm_id], PROVISIONING=vm["properties"]["provisioningState"].lower())
+
+    def _status_only(self, vm):
+        """A VM as VirtualMachines ListAll answers it with statusOnly=true: its identity and instance view."""
+        key = vm["id"].lower()
+        return {"name": vm["name"], "id": vm["id"], "type": vm["type"], "location": vm["location"],
+                "properties": {"vmId": vm["properties"]["vmId"], "instanceView": self.instance_view(key)}}
+
+    def _expanded(self, vm):
+        """A scale set instance as VirtualMachineScaleSetVMs List answers it with $expand=instanceView."""
+        out = copy.deepcopy(vm)
+        view = self.instance_view(vm["id"].lower())
+        view.pop("computerName", None)  # a scale set instance's view is VirtualMachineScaleSetVMInstanceView
+        view.update(computerName=self.sub.computer[vm["id"].lower()], platformUpdateDomain=0, platformFaultDomain=0)
+        out["properties"]["instanceView"] = view
+        return out
+
+    def _in_group(self, items, rg):
+        return [r for r in items if rg is None or "/resourcegroups/%s/" % rg in r["id"].lower()]
+
     def _get(self, path, query, raw_path):
+        with self._lock:
+            hooks = [action for regex, action in self.hooks if regex.search(raw_path)]
+        for action in hooks:
+            action()
         injected = self._injected(raw_path)
         if injected:
             self._count("fault")
@@ -373,42 +422,85 @@ class Arm:
         sub = "/subscriptions/%s" % self.sub.id.lower()
         if not low.startswith(sub):
             return _arm_error(404, "SubscriptionNotFound", "The subscription '%s' could not be found." % path)
-        m = re.fullmatch(r"(?:/resourcegroups/([^/]+))?/providers/microsoft\.compute/(virtualmachines|virtualmachinescalesets)",
-                         low[len(sub):])
+        rest = low[len(sub):]
+        # VirtualMachines ListAll / List, VirtualMachineScaleSets ListAll / List
+        m = re.fullmatch(r"(?:/resourcegroups/([^/]+))?/providers/microsoft\.compute/"
+                         r"(virtualmachines|virtualmachinescalesets)", rest)
         if m:
-            self._count("list_" + m.group(2))
-            rg = m.group(1)
-            items = self.sub.vms if m.group(2) == "virtualmachines" else self.sub.scale_sets
-            if rg:
-                items = [r for r in items if "/resourcegroups/%s/" % rg in r["id"].lower()]
+            rg, kind = m.groups()
+            if kind == "virtualmachines" and query.get("statusOnly", [""])[0].lower() == "true":
+                if rg:  # statusOnly is a parameter of ListAll only
+                    return _arm_error(400, "InvalidParameter", "statusOnly is not a parameter of this operation.")
+                self._count("list_vm_statuses")
+                return self._page(self.sub.vms, raw_path, query, self._status_only)
+            self._count("list_" + kind)
+            items = self._in_group(self.sub.vms if kind == "virtualmachines" else self.sub.scale_sets, rg)
+            return self._page(items, raw_path, query)
+        # NetworkInterfaces ListAll / List, PublicIPAddresses ListAll / List
+        m = re.fullmatch(r"(?:/resourcegroups/([^/]+))?/providers/microsoft\.network/"
+                         r"(networkinterfaces|publicipaddresses)", rest)
+        if m:
+            rg, kind = m.groups()
+            self._count("list_" + kind)
+            items = [r for r in self.sub.by_id.values() if r["type"].lower() == "microsoft.network/" + kind
+                     and "/virtualmachinescalesets/" not in r["id"].lower()]
+            return self._page(sorted(self._in_group(items, rg), key=lambda r: r["id"]), raw_path, query)
+        # a scale set's instances, network interfaces, public IPs
+        m = re.fullmatch(r"(/resourcegroups/[^/]+/providers/microsoft\.compute/virtualmachinescalesets/[^/]+)"
+                         r"/(virtualmachines|networkinterfaces|publicipaddresses)", rest)
+        if m:
+            ss_id, kind = sub + m.group(1), m.group(2)
+            ss = self.sub.by_id.get(ss_id)
+            if ss is None:
+                return _arm_error(404, "ResourceNotFound", "The Resource '%s' was not found." % path)
+            if kind != "virtualmachines" and api != VMSS_NIC_API:
+                return self._vmss_network_refused(api)
+            if ss["properties"]["orchestrationMode"] == "Flexible":
+                return _arm_error(400, "OperationNotAllowed", "This operation is not supported for a Virtual Machine "
+                                  "Scale Set with Flexible orchestration mode.")
+            instances = self.sub.instances.get(ss_id, [])  # a scale set scaled to zero: an empty list
+            if kind == "virtualmachines":
+                self._count("list_scale_set_vms")
+                expand = query.get("$expand", [""])[0].lower() == "instanceview"
+                return self._page(instances, raw_path, query, self._expanded if expand else None)
+            self._count("list_scale_set_" + kind)
+            typ = "microsoft.network/" + kind
+            items = [r for vm in instances for nic in self.sub.nics.get(vm["id"].lower(), [])
+                     for r in ([nic] if kind == "networkinterfaces" else self._pips_of(nic)) if r["type"].lower() == typ]
             return self._page(items, raw_path, query)
         if low.endswith("/instanceview"):
             self._count("instance_view")
             vm_id = low[: -len("/instanceview")]
             if vm_id not in self.sub.power:
                 return _arm_error(404, "ResourceNotFound", "The Resource '%s' was not found." % path)
-            name = self.sub.by_id[vm_id]["name"]
-            return 200, {}, _render(_load("instance_view.json"), COMPUTER=self.sub.computer[vm_id], NAME=name,
-                                    POWER=self.sub.power[vm_id])
-        if low.endswith("/virtualmachines") and low[: -len("/virtualmachines")] in self.sub.instances:
-            self._count("list_scale_set_vms")
-            return self._page(self.sub.instances[low[: -len("/virtualmachines")]], raw_path, query)
+            return 200, {}, self.instance_view(vm_id)
         if "/virtualmachinescalesets/" in low and "/networkinterfaces" in low:
             if api != VMSS_NIC_API:
                 self._count("scale_set_nic_refused")
-                return _arm_error(400, "NoRegisteredProviderFound",
-                                  "No registered resource provider found for location 'westeurope' and API version "
-                                  "'%s' for type 'virtualMachineScaleSets/virtualMachines/networkInterfaces'. The "
-                                  "supported api-versions are '2015-05-01-preview, 2015-06-15, 2016-03-30, "
-                                  "2017-03-30, 2018-10-01'." % api)
+                return self._vmss_network_refused(api)
             if low.endswith("/networkinterfaces"):
                 self._count("list_scale_set_vm_nics")
                 return 200, {}, {"value": self.sub.nics.get(low[: -len("/networkinterfaces")], [])}
         resource = self.sub.by_id.get(low)
         if resource is None:
+            self._count("not_found")
             return _arm_error(404, "ResourceNotFound", "The Resource '%s' was not found." % path)
         self._count("get_" + resource["type"].rsplit("/", 1)[1].lower())
         return 200, {}, copy.deepcopy(resource)
+
+    def _pips_of(self, nic):
+        for ipc in nic["properties"]["ipConfigurations"]:
+            pip = (ipc["properties"].get("publicIPAddress") or {}).get("id")
+            if pip and pip.lower() in self.sub.by_id:
+                yield self.sub.by_id[pip.lower()]
+
+    def _vmss_network_refused(self, api):
+        self._count("scale_set_nic_refused")
+        return _arm_error(400, "NoRegisteredProviderFound",
+                          "No registered resource provider found for location 'westeurope' and API version "
+                          "'%s' for type 'virtualMachineScaleSets/virtualMachines/networkInterfaces'. The "
+                          "supported api-versions are '2015-05-01-preview, 2015-06-15, 2016-03-30, "
+                          "2017-03-30, 2018-10-01'." % api)
 
 
 if __name__ == "__main__":

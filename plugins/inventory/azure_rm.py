@@ -3,28 +3,39 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
+from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: azure_rm
-short_description: azure.azcollection's azure_rm inventory, with node classes and no silently missing hosts
+short_description: Azure VMs and scale set instances, listed with documented ARM operations, in their node classes
 version_added: 0.4.0
 description:
-  - Runs the C(azure.azcollection.azure_rm) inventory plugin (fetching, batching, naming, filtering and grouping are
-    its own) and adds what a fleet of thousands of scale set instances needs.
+  - Lists the subscription's VMs and scale set instances with documented Azure Resource Manager operations, a page at
+    a time and several pages at once, and builds the hosts azure.azcollection's C(azure_rm) inventory builds (the same
+    options, host names and host variables), with a node class per host.
+  - "The operations: the VMs of each resource group of O(include_vm_resource_groups) (VirtualMachines List, or
+    ListAll for C(*)) and their run-time status in one subscription list (VirtualMachines ListAll with
+    C(statusOnly=true)); the scale sets of O(include_vmss_resource_groups) and, for each Uniform one, its instances
+    with their instance views (VirtualMachineScaleSetVMs List, C($expand=instanceView)) and its network interfaces
+    (NetworkInterfaces ListVirtualMachineScaleSetNetworkInterfaces); the network interfaces and public IPs of the
+    resource groups the VMs name (NetworkInterfaces List, PublicIPAddresses List). Nothing is asked per VM, except
+    what changed between two lists (a VM created meanwhile: its instance view, its network interface)."
+  - API versions are those of the Azure SDK packages of C(requirements-azure.txt) - compute 2024-07-01, network
+    2024-03-01, a Uniform scale set's network resources 2018-10-01. Credentials, clouds and C(cloud_environment) are
+    azure.azcollection's (C(auth_source) and the rest).
   - Each host gets C(scale_set) (C(id), C(name), C(orchestration_mode), C(tags), C(sku)) for Uniform and Flexible
     instances alike, C(virtual_machine_size) for Uniform instances (from their SKU), and C(node_class) with
-    C(node_class_source) decided in Python from the VM's tag, else its scale set's tag, else its size.
-  - Every ARM answer that is not a success either is retried (408, 429, 5xx; C(Retry-After) honoured, at most
-    O(retry_limit) times) or fails the inventory with the status, ARM's error code and message and the URL. azure_rm
-    itself drops such answers from a batch, so a page of hosts could go missing without a word.
+    C(node_class_source) from the VM's tag, else its scale set's tag, else its size.
+  - A VM whose provisioning failed is reported in a warning naming it; a running VM is listed whatever its
+    provisioning state (C(updating) while an extension installs or a tag changes).
+  - Every ARM answer that is not a success is retried (408, 429, 5xx; C(Retry-After) honoured, at most O(retry_limit)
+    times) or fails the inventory with the status, ARM's error code and message and the URL. A page is never dropped.
   - Two VMs with the same host name fail the inventory instead of one silently overwriting the other.
-  - C(cloud_environment) as a metadata endpoint URL works again (azure.azcollection 3.12 and 3.13 call
-    C(get_cloud_from_metadata_endpoint), which azure-cli-core no longer has; ansible-collections/azure issue 2157).
+  - Network interfaces in C(network_interface_properties) and C(subnet) keep ARM's own shape for every VM;
+    azure.azcollection's C(azure_rm) gives a Uniform instance's in the SDK's (snake_case).
   - Requires a YAML configuration file whose name ends with C(azure_rm.yml) or C(azure_rm.yaml), and the Python
-    packages of azure.azcollection on the controller (C(requirements-azure.txt)).
+    packages of azure.azcollection on the controller (C(requirements-azure.txt)). With a warm inventory cache none of
+    them is imported.
 author:
   - kubescale.tuning contributors (@kubescale)
 requirements:
@@ -39,14 +50,77 @@ options:
     description: Marks this as an instance of the kubescale.tuning.azure_rm plugin.
     required: true
     choices: [kubescale.tuning.azure_rm]
-  batch_fetch_interval:
-    description: Seconds between polls of a batch that ARM answered with 202 Accepted.
-    default: 3
+  batch_fetch:
+    description: Not used; accepted so configurations written for azure.azcollection's C(azure_rm) keep working.
+      Every request here is a documented operation, never the undocumented C(/batch).
+    type: bool
+    default: true
+  include_arc_resource_groups:
+    description: Azure Arc machines are not listed by this plugin; any value but the empty list is refused.
+    type: list
+    elements: str
+    default: []
+  include_hcivm_resource_groups:
+    description: Azure Stack HCI VMs are not listed by this plugin; any value but the empty list is refused.
+    type: list
+    elements: str
+    default: []
+  default_host_filters:
+    description:
+      - Jinja2 conditions that leave a host out, in addition to O(exclude_host_filters) and O(running_only).
+      - None by default; azure.azcollection's C(azure_rm) also left out every VM whose provisioning state is not
+        C(succeeded), running ones included (C(updating) while an extension installs or a tag changes).
+    type: list
+    elements: str
+    default: []
+  running_only:
+    description:
+      - Leave out the VMs that do not run (deallocated, stopped, starting, stopping), decided from the power state of
+        their instance view without a template. A running VM stays whatever its provisioning state.
+    type: bool
+    default: true
+  node_class_groups:
+    description:
+      - Put each host in C(node_class_<class>), or in C(node_class_untagged) when no tag and no size rule gives it a
+        class, and in the group named after its class when that is one of O(node_classes); decided without a template
+        (the groups C(keyed_groups) and C(conditional_groups) on C(node_class) would make, without their cost per
+        host).
+    type: bool
+    default: true
+  node_classes:
+    description: The classes that are also groups of their own name (the site playbook's plays target these).
+    type: list
+    elements: str
+    default: [etcd, etcd_events, kube_control_plane, kube_node_cpu, kube_node_gpu]
+  provisioning_failed_group:
+    description:
+      - The group of the VMs whose provisioning failed (they are also named in a warning); empty for none.
+    type: str
+    default: provisioning_failed
+  ansible_host_address:
+    description:
+      - The address C(ansible_host) is set to. C(private) is the first private IPv4 address of the primary network
+        interface; C(public_first) is azure_rm's default, the first public address and else the first private one.
+      - O(hostvar_expressions) (or O(compose)) setting C(ansible_host) overrides it.
+    type: str
+    choices: [private, public_first]
+    default: public_first
+  network_interface_properties:
+    description:
+      - Whether hosts carry C(network_interface_properties), each network interface's whole ARM document, as
+        azure.azcollection's C(azure_rm) gives them. The network variables built from them stay either way
+        (C(private_ipv4_addresses), C(public_ipv4_address), C(mac_address), C(network_interface), C(subnet),
+        C(security_group) and the rest).
+      - They are most of a host's variables; at 2,500 VMs, leaving them out makes loading the inventory about half as
+        long (docs/benchmarks.md).
+    type: bool
+    default: true
+  request_concurrency:
+    description: How many ARM requests are in flight at once.
     type: int
-  batch_fetch_timeout:
-    description: Seconds to wait for one poll of an accepted batch.
-    default: 5
-    type: int
+    default: 8
+    env:
+      - name: KUBESCALE_AZURE_REQUEST_CONCURRENCY
   node_class_tag:
     description: Name of the tag (on the VM, or else on its scale set) that names the node class. Matched without
       regard to case, as Azure treats tag names.
@@ -56,13 +130,14 @@ options:
     description:
       - Size rules for VMs whose tag names no class, tried in order. C(pattern) is a regular expression that must
         match the whole VM size, without regard to case.
-      - The default puts Standard_D15_v2 in C(kube_node_cpu) and the NC, ND and NV GPU families (for example
-        Standard_NC24, Standard_NC24s_v3, Standard_NC24ads_A100_v4, Standard_ND96asr_v4) in C(kube_node_gpu).
+      - The default puts Standard_D15_v2 in C(kube_node_cpu) and Azure's GPU families - NC, NCC, ND, NG and NV, every
+        generation and variant (for example Standard_NC24ads_A100_v4, Standard_NCC40ads_H100_v5,
+        Standard_ND96isr_H200_v5, Standard_NG32ads_V620_v1, Standard_NV36ads_A10_v5) - in C(kube_node_gpu).
     type: list
     elements: dict
     default:
       - {pattern: Standard_D15_v2, class: kube_node_cpu}
-      - {pattern: "Standard_N[CDV][0-9].*", class: kube_node_gpu}
+      - {pattern: "Standard_N(?:CC?|D|G|V)[0-9].*", class: kube_node_gpu}
   retry_limit:
     description: How many times one ARM request is retried after a throttling (429) or transient (408, 5xx) answer
       before the inventory fails.
@@ -86,32 +161,31 @@ auth_source: auto
 include_vm_resource_groups: ['*']
 include_vmss_resource_groups: ['*']
 plain_host_names: true
-conditional_groups:
-  kube_node_cpu: node_class == 'kube_node_cpu'
-  kube_node_gpu: node_class == 'kube_node_gpu'
+ansible_host_address: private
+# node_class_groups (default true): kube_node_cpu, node_class_kube_node_cpu, ..., node_class_untagged
 keyed_groups:
-  - prefix: node_class
-    key: node_class | default('untagged', true)
+  - prefix: location
+    key: location
 """
 
 import json
-import time
+import os
+import re
+from itertools import chain
 
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleError, AnsibleParserError
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+
+from ansible_collections.kubescale.tuning.plugins.plugin_utils import _arm_lister as arm
+from ansible_collections.kubescale.tuning.plugins.plugin_utils import _azure_inventory as decide
 
 try:
-    from ansible_collections.azure.azcollection.plugins.inventory.azure_rm import InventoryModule as AzureRMInventory
-    HAS_AZURE_RM = True
-except ImportError:  # pragma: no cover - azure.azcollection is missing
-    from ansible.plugins.inventory import BaseInventoryPlugin as AzureRMInventory
-    HAS_AZURE_RM = False
-
-from ansible_collections.kubescale.tuning.plugins.module_utils import _azure_inventory as decide
-
-try:
-    from queue import Empty
-except ImportError:  # pragma: no cover
-    from Queue import Empty
+    from ansible.template import trust_as_template
+except ImportError:  # pragma: no cover - ansible-core before 2.19
+    def trust_as_template(value):
+        return value
 
 
 def _cloud_from_metadata_endpoint(url):
@@ -130,143 +204,254 @@ def _cloud_from_metadata_endpoint(url):
     return azure_cloud._arm_to_cli_mapper(chosen)
 
 
-class InventoryModule(AzureRMInventory):
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     NAME = "kubescale.tuning.azure_rm"
 
     def verify_file(self, path):
-        if not HAS_AZURE_RM:
-            raise AnsibleError("kubescale.tuning.azure_rm needs the azure.azcollection collection")
-        return super(InventoryModule, self).verify_file(path)
+        if super(InventoryModule, self).verify_file(path) and re.match(r".*azure_rm\.ya?ml$", path):
+            return True
+        raise AnsibleError("azure_rm inventory filename must end with 'azure_rm.yml' or 'azure_rm.yaml'")
 
-    def _read_config_data(self, path):
-        config = super(InventoryModule, self)._read_config_data(path)
-        self._kubescale_scale_sets = {}
-        self._kubescale_names = {}
+    def parse(self, inventory, loader, path, cache=True):
+        super(InventoryModule, self).parse(inventory, loader, path)
+        self._read_config_data(path)
         try:
-            self._kubescale_sizes = decide.check_size_classes(self.get_option("node_class_sizes"))
+            self._sizes = decide.check_size_classes(self.get_option("node_class_sizes"))
         except ValueError as exc:
             raise AnsibleError("%s: %s" % (path, exc)) from None
-        return config
+        for option in ("include_arc_resource_groups", "include_hcivm_resource_groups"):
+            if self.get_option(option):
+                raise AnsibleError("%s: %s is not supported by kubescale.tuning.azure_rm (it lists VMs and scale set "
+                                   "instances); use azure.azcollection.azure_rm for those machines" % (path, option))
+        if self.get_option("use_contrib_script_compatible_sanitization"):
+            self._sanitize_group_name = _legacy_group_name
 
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache")
+        results = None
+        if use_cache and cache:
+            try:
+                results = self._cache[cache_key]
+            except KeyError:
+                pass
+        if results is None:
+            results = self._fetch()
+            if use_cache:
+                self._cache[cache_key] = results
+        self._populate(results)
+
+    # --- ARM
     def _credential_setup(self):
+        """azure.azcollection's authentication (auth_source, profiles, service principals, managed identities,
+        clouds): an azure-core pipeline to ARM with a bearer token, and the subscription. Imported only here."""
         from azure.cli.core import cloud as azure_cloud
+        from azure.core import PipelineClient
+        from azure.core.configuration import Configuration
+        from azure.core.pipeline.policies import BearerTokenCredentialPolicy
+        from azure.core.pipeline.transport import RequestsTransport
+
+        from ansible_collections.azure.azcollection.plugins.module_utils.azure_rm_common import AzureRMAuth
+
         if not hasattr(azure_cloud, "get_cloud_from_metadata_endpoint"):
             azure_cloud.get_cloud_from_metadata_endpoint = _cloud_from_metadata_endpoint
-        super(InventoryModule, self)._credential_setup()
+        options = dict(
+            auth_source=os.environ.get("ANSIBLE_AZURE_AUTH_SOURCE") or self.get_option("auth_source"),
+            track1_cred=True,
+        )
+        for name in ("profile", "subscription_id", "client_id", "secret", "tenant", "ad_user", "password",
+                     "cloud_environment", "cert_validation_mode", "api_profile", "adfs_authority_url"):
+            options[name] = self.get_option(name)
+        for name in ("tenant", "client_id", "secret", "subscription_id"):
+            if options[name] and self.templar.is_template(options[name]):
+                options[name] = self.templar.template(variable=options[name])
+        auth = AzureRMAuth(**options)
+        endpoint = auth._cloud_environment.endpoints.resource_manager.rstrip("/")
+        config = Configuration()
+        config.authentication_policy = BearerTokenCredentialPolicy(auth.azure_credential_track2,
+                                                                   endpoint + "/.default")
+        # One connection pool, as large as the requests in flight.
+        import requests
+        session = requests.Session()
+        size = max(1, self.get_option("request_concurrency"))
+        session.mount("https://", requests.adapters.HTTPAdapter(pool_connections=size, pool_maxsize=size))
+        client = PipelineClient(endpoint, config=config, transport=RequestsTransport(session=session,
+                                                                                      session_owner=True))
+        return client, auth.subscription_id
 
-    # --- scale sets: remember every listed one, Flexible included, so instances can carry its tags
-    def _on_vmss_page_response(self, response):
-        if isinstance(response, dict):
-            for vmss in response.get("value") or []:
-                self._kubescale_scale_sets[vmss["id"].lower()] = vmss
-        super(InventoryModule, self)._on_vmss_page_response(response)
+    def _fetch(self):
+        client, subscription = self._credential_setup()
 
-    def _serialize(self, hosts):
-        for host in hosts:
-            hostvars = host.hostvars
-            model = getattr(host, "_vm_model", None) or getattr(host, "_arc_model", None) or {}
-            scale_set = decide.scale_set_of(model, getattr(host, "_vmss", None), self._kubescale_scale_sets)
-            hostvars["scale_set"] = scale_set
-            if not hostvars.get("virtual_machine_size"):
-                hostvars["virtual_machine_size"] = (model.get("sku") or {}).get("name") or scale_set.get("sku")
-            cls, source = decide.node_class(hostvars.get("tags"), scale_set.get("tags"),
-                                            hostvars.get("virtual_machine_size"), self.get_option("node_class_tag"),
-                                            self._kubescale_sizes)
-            hostvars["node_class"], hostvars["node_class_source"] = cls, source
-        return super(InventoryModule, self)._serialize(hosts)
-
-    def _get_hostname(self, host, hostnames=None, strict=False):
-        name = super(InventoryModule, self)._get_hostname(host, hostnames=hostnames, strict=strict)
-        vm_id = (host.get("hostvars") or {}).get("id")
-        first = self._kubescale_names.setdefault(name, vm_id)
-        if first != vm_id:
-            raise AnsibleError(decide.duplicate_host_error(name, first, vm_id))
-        return name
-
-    # --- requests: every answer is a success, a retry or an error
-    def _wait(self, attempt, headers, what):
-        if attempt > self.get_option("retry_limit"):
-            raise AnsibleError("azure_rm: %s still failing after %d retries" % (what, self.get_option("retry_limit")))
-        delay = max(decide.retry_after(headers, 0), 2.0 ** (attempt - 1))
-        time.sleep(min(delay, self.get_option("retry_max_delay")))
-
-    def _send(self, method, url, query, body=None):
-        headers = {"Content-Type": "application/json; charset=utf-8"}
-        if method == "POST":
-            request = self.new_client.post(url, query, headers, body)
-        else:
-            request = self.new_client.get(url, query, headers)
-        response = self.new_client.send_request(request)
-        text = response.text()
-        try:
-            content = json.loads(text) if text else {}
-        except ValueError:
-            content = {"error": {"code": "NotJson", "message": text[:200]}}
-        return response.status_code, dict(response.headers), content
-
-    def _send_batch(self, batched_requests):
-        attempt = 0
-        while True:
-            status, headers, content = self._send("POST", "/batch", {"api-version": "2015-11-01"},
-                                                  {"requests": batched_requests})
-            while status == 202:
-                location = decide.tag_value(headers, "Location")
-                if not location:
-                    raise AnsibleError("azure_rm: ARM accepted a batch without a Location to poll")
-                time.sleep(decide.retry_after(headers, self.get_option("batch_fetch_interval")))
-                status, headers, content = self._send("GET", location, {})
-            if status == 200:
-                return content
-            if status not in decide.RETRY_STATUSES:
-                raise AnsibleError(decide.describe_error("POST", "/batch", status, content))
-            attempt += 1
-            self._wait(attempt, headers, "POST /batch (HTTP %s)" % status)
-
-    def retry_batch(self, batch_requests, batch_response_handlers, backoff_factor=0.8, retry_limit=10):
-        pending, attempt = list(batch_requests), 0
-        while pending:
-            doc = self._send_batch(pending)
-            entries = doc.get("responses", doc.get("value")) if isinstance(doc, dict) else None
-            if entries is None:
-                raise AnsibleError("azure_rm: the batch answer has neither responses nor value: %s" % str(doc)[:300])
-            by_name = dict((r["name"], r) for r in pending)
-            retry, retry_headers = [], {}
-            for entry in entries:
-                request = by_name.pop(entry.get("name"), None)
-                if request is None:
-                    continue
-                item = batch_response_handlers[request["name"]]
-                status = entry.get("httpStatusCode")
-                if status == 200:
-                    item.handler(entry.get("content"), **item.handler_args)
-                elif status in decide.RETRY_STATUSES:
-                    retry.append(request)
-                    if decide.retry_after(entry.get("headers"), 0) > decide.retry_after(retry_headers, 0):
-                        retry_headers = entry.get("headers") or {}
-                elif not decide.tolerated(request["url"], status):
-                    raise AnsibleError(decide.describe_error("GET", request["url"], status, entry.get("content")))
-            retry.extend(by_name.values())  # asked but not answered
-            if retry:
-                attempt += 1
-                self._wait(attempt, retry_headers, "%d of the batch's requests (first: GET %s)"
-                           % (len(retry), retry[0]["url"]))
-            pending = retry
-
-    def _process_queue_serial(self):
-        while True:
+        def send(url, params):
+            request = client.get(url, params or {}, {"Accept": "application/json"})
+            response = client.send_request(request)
+            text = response.text()
             try:
-                item = self._request_queue.get_nowait()
-            except Empty:
-                return
-            attempt = 0
+                body = json.loads(text) if text else {}
+            except ValueError:
+                body = {"error": {"code": "NotJson", "message": text[:200]}}
+            return arm.Answer(response.status_code, dict(response.headers), body)
+
+        vm_groups = self.get_option("include_vm_resource_groups")
+        if os.environ.get("ANSIBLE_AZURE_VM_RESOURCE_GROUPS"):
+            vm_groups = os.environ["ANSIBLE_AZURE_VM_RESOURCE_GROUPS"].split(",")
+        ss_groups = self.get_option("include_vmss_resource_groups")
+        if os.environ.get("ANSIBLE_AZURE_VMSS_RESOURCE_GROUPS"):
+            ss_groups = os.environ["ANSIBLE_AZURE_VMSS_RESOURCE_GROUPS"].split(",")
+        fleet = decide.Fleet(subscription, vm_groups, ss_groups)
+        lister = arm.Lister(send, workers=self.get_option("request_concurrency"),
+                            retry_limit=self.get_option("retry_limit"), max_delay=self.get_option("retry_max_delay"))
+        try:
+            lister.run(fleet.first(), fleet.take)
             while True:
-                status, headers, content = self._send("GET", item.url, {"api-version": item.api_version})
-                if status not in decide.RETRY_STATUSES:
+                stragglers = fleet.stragglers()
+                if not stragglers:
                     break
-                attempt += 1
-                self._wait(attempt, headers, "GET %s (HTTP %s)" % (item.url, status))
-            if status == 200:
-                item.handler(content, **item.handler_args)
-            elif not decide.tolerated(item.url, status):
-                raise AnsibleError(decide.describe_error("GET", item.url, status, content))
+                lister.run(stragglers, fleet.take_single, missing_ok=True)
+        except arm.ArmError as exc:
+            raise AnsibleError(str(exc)) from None
+        except Exception as exc:  # credentials refused, ARM unreachable: azure-core's and azure-identity's errors
+            if type(exc).__module__.split(".")[0] in ("azure", "msal", "requests", "urllib3"):
+                raise AnsibleError("azure_rm: %s" % to_native(exc)) from None
+            raise
+        hosts = decide.hosts_of(fleet, self.get_option("plain_host_names"), self.get_option("node_class_tag"),
+                                self._sizes)
+        if hosts.gone:
+            self.display.warning("azure_rm: VMs deleted while the inventory listed them, left out: %s"
+                                 % ", ".join(hosts.gone))
+        if not self.get_option("network_interface_properties"):  # nor in the cache
+            for record in hosts.records:
+                record["hostvars"].pop("network_interface_properties", None)
+        return hosts.records
+
+    # --- the inventory
+    def _populate(self, results):
+        strict = boolean(self.get_option("fail_on_template_errors"))
+        compose = self.get_option("hostvar_expressions")
+        if compose is None:
+            compose = self.get_option("compose")
+        groups, keyed = self.get_option("conditional_groups"), self.get_option("keyed_groups")
+        hostnames = self.get_option("hostnames")
+        excludes = self.get_option("exclude_host_filters") + self.get_option("default_host_filters")
+        includes = self.get_option("include_host_filters")
+        include_all = any(c is True for c in includes)  # azure_rm's default, [true]
+        running_only, class_groups = self.get_option("running_only"), self.get_option("node_class_groups")
+        classes = set(self.get_option("node_classes"))
+        failed_group = self.get_option("provisioning_failed_group")
+        private = self.get_option("ansible_host_address") == "private"
+        nic_docs = self.get_option("network_interface_properties")
+        failed, names = [], {}
+        with _compiled_once(self.templar):
+            for host in results:
+                hostvars = host["hostvars"]
+                if hostvars.get("provisioning_state") == "failed":
+                    failed.append("%s (resource group %s, %s)" % (hostvars.get("name"), hostvars.get("resource_group"),
+                                                                  hostvars.get("powerstate")))
+                name = self._hostname(host, hostnames, strict)
+                first = names.setdefault(name, hostvars.get("id"))
+                if first != hostvars.get("id"):
+                    raise AnsibleError(decide.duplicate_host_error(name, first, hostvars.get("id")))
+                if running_only and hostvars.get("powerstate") != "running":
+                    continue
+                if self._matches(excludes, name, hostvars, strict):
+                    continue
+                if not include_all and not self._matches(includes, name, hostvars, strict):
+                    continue
+                self.inventory.add_host(name)
+                addresses = hostvars["private_ipv4_addresses"] if private else \
+                    chain(hostvars["public_ipv4_address"], hostvars["private_ipv4_addresses"])
+                self.inventory.set_variable(name, "ansible_host", next(iter(addresses), None))
+                for key, value in hostvars.items():
+                    if nic_docs or key != "network_interface_properties":  # a cache written with them
+                        self.inventory.set_variable(name, key, value)
+                if class_groups:
+                    cls = hostvars.get("node_class")
+                    for group in (["node_class_" + cls] + ([cls] if cls in classes else []) if cls
+                                  else ["node_class_untagged"]):
+                        self.inventory.add_child(self.inventory.add_group(self._sanitize_group_name(group)), name)
+                if failed_group and hostvars.get("provisioning_state") == "failed":
+                    self.inventory.add_child(self.inventory.add_group(self._sanitize_group_name(failed_group)), name)
+                if compose:
+                    self._set_composite_vars(compose, hostvars, name, strict=strict)
+                if groups:
+                    self._add_host_to_composed_groups(groups, hostvars, name, strict=strict)
+                if keyed:
+                    self._add_host_to_keyed_groups(keyed, hostvars, name, strict=strict)
+        if failed:
+            self.display.warning("azure_rm: provisioning failed on %d VM(s): %s" % (len(failed), ", ".join(failed)))
+
+    def _hostname(self, host, hostnames, strict):
+        errors = []
+        for preference in hostnames:
+            if preference == "default":
+                return host["default_inventory_hostname"]
+            try:
+                name = self._compose(trust_as_template(preference), host["hostvars"])
+            except Exception as exc:  # pylint: disable=broad-except
+                if strict:
+                    raise AnsibleError("Could not compose %s as hostnames - %s" % (preference, to_native(exc))) from exc
+                errors.append((preference, str(exc)))
+                continue
+            if name:
+                return to_text(name)
+        raise AnsibleError("Could not template any hostname for host, errors for each preference: %s"
+                           % ", ".join("%s: %s" % pe for pe in errors))
+
+    def _matches(self, conditions, name, hostvars, strict):
+        """Whether any of the Jinja2 `conditions` holds for the host (azure_rm's host filters)."""
+        self.templar.available_variables = hostvars
+        for condition in conditions:
+            if isinstance(condition, bool):
+                if condition:
+                    return True
+                continue
+            try:
+                if boolean(self.templar.evaluate_conditional(trust_as_template(condition))):
+                    return True
+            except Exception as exc:  # pylint: disable=broad-except
+                if strict:
+                    raise AnsibleParserError("Error evaluating filter condition '%s' for host %s: %s"
+                                             % (condition, name, to_native(exc))) from exc
+        return False
+
+
+def _legacy_group_name(name):
+    """azure_rm's use_contrib_script_compatible_sanitization: the old inventory script's group names."""
+    return re.sub(r"[^A-Za-z0-9_\-]", "_", name)
+
+
+class _compiled_once:
+    """Compile each Jinja2 expression of the configuration once for all hosts, instead of once per host.
+
+    ansible-core's templar compiles an expression every time it evaluates one; with a few expressions per host (the
+    filters, the groups, ansible_host) that compilation is most of an inventory's composition. The compiled
+    expression is the same function of the host's variables either way. Where the templar has no such method to
+    wrap, nothing changes.
+    """
+
+    def __init__(self, templar):
+        self._engine = getattr(templar, "_engine", None)
+        self._original = getattr(self._engine, "_compile_expression", None)
+
+    def __enter__(self):
+        if self._original is None:
+            return self
+        original, memo = self._original, {}
+
+        def compile_expression(expression, options):
+            try:
+                key = (str(expression), options)
+                return memo[key]
+            except KeyError:
+                memo[key] = original(expression, options)
+                return memo[key]
+            except TypeError:  # options that cannot be a key: compiled as before
+                return original(expression, options)
+
+        self._engine._compile_expression = compile_expression
+        return self
+
+    def __exit__(self, *exc):
+        if self._original is not None:
+            del self._engine._compile_expression
+        return False

@@ -1,13 +1,15 @@
-"""inventories/azure/azure_rm.yml, run by ansible-inventory through the azure_rm plugin against a recorded ARM.
+"""inventories/azure/azure_rm.yml, run by ansible-inventory through kubescale.tuning.azure_rm against a recorded ARM.
 
 lab/azure_arm.py serves tests/fixtures/azure/subscription.yml over HTTPS on 127.0.0.1 (cloud metadata, Entra ID token
-endpoint, VM and scale set lists with nextLink paging, instance views, NICs, public IPs, /batch). The inventory file
-is used unchanged; only the endpoint and credentials come from the environment (AZURE_CLOUD_ENVIRONMENT, AZURE_*).
+endpoint, the VM, scale set, scale set instance, network interface and public IP lists with nextLink paging, the
+single GETs, and /batch for azure.azcollection's plugin). The inventory file is used unchanged; only the endpoint and
+credentials come from the environment (AZURE_CLOUD_ENVIRONMENT, AZURE_*).
 """
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -20,6 +22,8 @@ INVENTORY = os.path.join(REPO, "inventories", "azure", "azure_rm.yml")
 BIN = os.path.dirname(sys.executable)
 CLASSES = ["etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu"]
 NOT_RUNNING = {"master-1", "cpu-a_1", "gpu-legacy-1"}  # deallocated or stopped in the fixture
+UNTAGGED = {"jumpbox", "build-agents_0", "fpga-0"}
+BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baseline")
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +66,26 @@ def env_for(arm, **extra):
 
 
 def run_inventory(arm, *args, path=INVENTORY, **extra):
+    env = env_for(arm, **extra)
+    env["ANSIBLE_COLLECTIONS_PATH"] += os.pathsep + BASELINE  # azure.azcollection's plugin, for comparisons
     return subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", path, "--list", *args], cwd=REPO,
-                          env=env_for(arm, **extra), capture_output=True, text=True, check=False)
+                          env=env, capture_output=True, text=True, check=False)
+
+
+def config_file(tmp_path, name="azure_rm.yml", **changes):
+    """inventories/azure/azure_rm.yml with `changes`, written beside a copy of its group_vars."""
+    config = yaml.safe_load(open(INVENTORY))
+    config.update(changes)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    shutil.copytree(os.path.join(os.path.dirname(INVENTORY), "group_vars"), tmp_path / "group_vars",
+                    dirs_exist_ok=True)
+    return str(path)
+
+
+def lists(arm):
+    """How many ARM requests of each kind the last inventory made (the replay's counters)."""
+    return {k: v for k, v in arm.stats().items() if k.startswith(("list_", "get_", "instance_view", "batch"))}
 
 
 def inventory(arm, *args, **extra):
@@ -91,10 +113,13 @@ def expected_classes(arm):
     mixed = flexible(arm, "mixed")
     return {
         "etcd": {"etcd-0", "etcd-1", "etcd-2"},
-        "etcd_events": {"etcd-events-0", mixed[0]},  # the VM's own tag wins over its scale set's
-        "kube_control_plane": {"master-0"},
+        # the VM's own tag wins over its scale set's; etcd-events-1 runs though its provisioning failed
+        "etcd_events": {"etcd-events-0", "etcd-events-1", mixed[0]},
+        # master-2 runs while an extension installs (provisioning state Updating)
+        "kube_control_plane": {"master-0", "master-2"},
         "kube_node_cpu": {"cpu-a_0", "cpu-a_2", "cpu-b_0", "cpu-b_1", "cpu-standalone", mixed[1]},
-        "kube_node_gpu": {"gpu-legacy-0", *flexible(arm, "gpu-v100"), *flexible(arm, "gpu-a100")},
+        "kube_node_gpu": {"gpu-legacy-0", "gpu-h100-cc", "gpu-v620", *flexible(arm, "gpu-v100"),
+                          *flexible(arm, "gpu-a100")},
     }
 
 
@@ -105,14 +130,46 @@ def test_every_running_host_lands_in_its_class(fresh):
     for cls in CLASSES:
         assert hosts_of(inv, cls) == want[cls], cls
         assert hosts_of(inv, "node_class_" + cls) == want[cls], cls
-    assert hosts_of(inv, "node_class_untagged") == {"jumpbox", "build-agents_0"}
-    every = set().union(*want.values()) | {"jumpbox", "build-agents_0"}
+    assert hosts_of(inv, "node_class_untagged") == UNTAGGED
+    every = set().union(*want.values()) | UNTAGGED
     assert set(hostvars) == every
     assert not NOT_RUNNING & set(hostvars)
     # Each host reached on its private address, public IPs (master-0, jumpbox) notwithstanding.
     for host in every:
         assert hostvars[host]["ansible_host"] == private_ip(fresh, host), host
     assert hostvars["master-0"]["public_ipv4_address"] and hostvars["master-0"]["ansible_host"].startswith("10.240.")
+    assert hostvars["master-2"]["provisioning_state"] == "updating"
+    assert "network_interface_properties" not in hostvars["master-0"]  # left out by the file
+    assert hostvars["master-0"]["mac_address"] and hostvars["master-0"]["subnet"]
+
+
+def test_a_failed_vm_is_named_in_a_warning_and_its_own_group(fresh):
+    out = run_inventory(fresh)
+    assert out.returncode == 0, out.stderr
+    inv = plain(json.loads(out.stdout))
+    assert hosts_of(inv, "provisioning_failed") == {"etcd-events-1"}
+    assert "provisioning failed on 1 VM(s): etcd-events-1 (resource group kube-control, running)" in \
+        " ".join(out.stderr.split())
+
+
+def test_a_scale_set_scaled_to_zero_is_an_empty_list(fresh):
+    inv = inventory(fresh)
+    assert not [h for h in inv["_meta"]["hostvars"] if h.startswith("gpu-pool")]
+    assert fresh.stats()["list_scale_set_vms"] >= 4  # gpu-pool's list was read (empty), not refused
+
+
+def test_the_lists_are_read_a_page_at_a_time_and_nothing_is_asked_per_vm(fresh):
+    inventory(fresh)
+    asked = lists(fresh)
+    vms = len(fresh.sub.vms)
+    pages = -(-vms // fresh.page_size)  # the VM list and the status list, each
+    assert asked["list_virtualmachines"] == pages and asked["list_vm_statuses"] == pages
+    assert asked["list_scale_set_vms"] == sum(max(1, -(-len(i) // fresh.page_size))
+                                             for i in fresh.sub.instances.values()) + 1  # + gpu-pool's empty page
+    assert asked["list_scale_set_networkinterfaces"] >= 4 and asked["list_networkinterfaces"] >= 2
+    assert asked["list_publicipaddresses"] == 1
+    # no instance view, NIC or public IP one at a time, no /batch
+    assert not [k for k in asked if k.startswith(("get_", "instance_view", "batch"))], asked
 
 
 def test_scale_set_instances_carry_their_scale_set(fresh):
@@ -123,6 +180,8 @@ def test_scale_set_instances_carry_their_scale_set(fresh):
     assert (uniform["node_class"], uniform["node_class_source"]) == ("kube_node_cpu", "scale_set_tag")
     # A Uniform instance has no hardwareProfile: its size comes from its SKU.
     assert uniform["virtual_machine_size"] == "Standard_D15_v2"
+    assert uniform["vmss"] == {"id": uniform["scale_set"]["id"], "name": "cpu-a"}
+    assert uniform["os_compute_name"] == "cpu-a000000" and uniform["powerstate"] == "running"
     assert hostvars["cpu-b_0"]["node_class_source"] == "size"
     flex = hostvars[flexible(fresh, "gpu-v100")[0]]
     assert flex["scale_set"]["name"] == "gpu-v100" and flex["scale_set"]["orchestration_mode"] == "Flexible"
@@ -132,9 +191,37 @@ def test_scale_set_instances_carry_their_scale_set(fresh):
     assert hostvars["etcd-0"]["scale_set"] == {} and hostvars["etcd-0"]["node_class_source"] == "vm_tag"
     # Instance 0 of cpu-a and of cpu-b: one host each.
     assert {"cpu-a_0", "cpu-b_0"} <= set(hostvars)
-    stats = fresh.stats()
-    assert stats["list_scale_set_vms"] >= 3 and stats["list_virtualmachines"] >= 2  # paged
-    assert stats["scale_set_nic_refused"] >= 1 and stats["list_scale_set_vm_nics"] >= 1
+
+
+def test_hosts_and_host_variables_are_azure_rms(fresh, tmp_path):
+    """azure.azcollection's azure_rm (its /batch and per-VM requests) and this plugin, on one subscription and with
+    the same options: the same hosts, and the same host variables except this plugin's own and, for Uniform
+    instances, the network interfaces' shape (ARM's here, the SDK's there)."""
+    ours = inventory(fresh, path=config_file(tmp_path, network_interface_properties=True, ansible_host_address=
+                                             "public_first"))
+    theirs_cfg = {"plugin": "kubescale_baseline.azure.azure_rm", "auth_source": "auto", "plain_host_names": True,
+                  "include_vm_resource_groups": ["*"], "include_vmss_resource_groups": ["*"],
+                  "default_host_filters": ["powerstate != 'running'"]}
+    (tmp_path / "theirs").mkdir()
+    path = tmp_path / "theirs" / "azure_rm.yml"
+    path.write_text(yaml.safe_dump(theirs_cfg))
+    shutil.copytree(tmp_path / "group_vars", tmp_path / "theirs" / "group_vars")
+    theirs = inventory(fresh, path=str(path))
+    assert fresh.stats()["batch"] > 0 and fresh.stats()["instance_view"] > 0  # that one really is azure_rm
+    a, b = ours["_meta"]["hostvars"], theirs["_meta"]["hostvars"]
+    assert set(a) == set(b)
+    own = {"node_class", "node_class_source", "scale_set"}
+    uniform_network = {"network_interface_properties", "public_dns_hostnames", "virtual_machine_size"}
+    for host in a:
+        uniform = bool(a[host]["vmss"])
+        for key in set(a[host]) | set(b[host]):
+            if key in own or (uniform and key in uniform_network):
+                continue
+            assert a[host].get(key) == b[host].get(key), (host, key)
+        if uniform:  # the same addresses, from the network interface in either shape
+            assert b[host]["network_interface_properties"][0]["ip_configurations"][0]["private_ip_address"] == \
+                a[host]["network_interface_properties"][0]["properties"]["ipConfigurations"][0]["properties"][
+                    "privateIPAddress"]
 
 
 def test_each_class_playbook_targets_its_hosts(fresh):
@@ -152,11 +239,15 @@ def test_each_class_playbook_targets_its_hosts(fresh):
 
 
 def test_throttling_and_a_transient_500_are_retried(fresh):
-    # 429 with Retry-After on the second page of the VM list and on one instance view, 500 on the second page of the
-    # scale set list.
-    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachines\?.*skiptoken=3", 429, times=2, retry_after=1)
-    fresh.fault(r"/virtualMachines/etcd-1/instanceView", 429, times=1, retry_after=1)
-    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachineScaleSets\?.*skiptoken=3", 500, times=1)
+    # 429 with Retry-After on the second page of the VM list and of the status list, 500 on a scale set's instance
+    # list and on the second page of a resource group's network interfaces.
+    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachines\?api-version=[^&]*&\$skiptoken=3", 429, times=1,
+                retry_after=1)
+    fresh.fault(r"/providers/Microsoft\.Compute/virtualMachines\?.*statusOnly=true.*skiptoken=3", 429, times=1,
+                retry_after=1)
+    fresh.fault(r"/virtualMachineScaleSets/cpu-a/virtualMachines\?", 500, times=1)
+    fresh.fault(r"/resourceGroups/kube-nodes/providers/Microsoft\.Network/networkInterfaces\?.*skiptoken=3", 500,
+                times=1)
     inv = inventory(fresh)
     assert fresh.stats()["fault"] == 4
     assert all(f["times"] == 0 for f in fresh.faults)
@@ -173,35 +264,41 @@ def test_a_page_that_keeps_failing_fails_the_inventory(fresh):
     assert "still failing after 2 retries" in text and "virtualMachineScaleSets/cpu-b/virtualMachines" in text
 
 
-@pytest.mark.parametrize("batch", [True, False])
-def test_a_refused_page_fails_the_inventory_instead_of_dropping_its_hosts(fresh, tmp_path, batch):
-    """azure_rm drops a batch entry that is neither 200 nor retryable: a 403 on a scale set's instance list would
-    leave its instances out. Here it is an error naming the URL, in batch and in serial fetch."""
-    fresh.fault(r"/virtualMachineScaleSets/cpu-a/virtualMachines\?", 403, times=100, code="AuthorizationFailed")
-    path = INVENTORY
-    if not batch:
-        config = yaml.safe_load(open(INVENTORY))
-        config["batch_fetch"] = False
-        path = str(tmp_path / "serial.azure_rm.yml")
-        with open(path, "w") as f:
-            yaml.safe_dump(config, f)
-    out = run_inventory(fresh, path=path)
+@pytest.mark.parametrize("where,url", [
+    (r"/virtualMachineScaleSets/cpu-a/virtualMachines\?", "virtualMachineScaleSets/cpu-a/virtualMachines"),
+    (r"/virtualMachineScaleSets/cpu-b/networkInterfaces\?", "virtualMachineScaleSets/cpu-b/networkInterfaces"),
+    (r"/resourceGroups/kube-control/providers/Microsoft\.Network/networkInterfaces\?",
+     "resourceGroups/kube-control/providers/Microsoft.Network/networkInterfaces"),
+    (r"/providers/Microsoft\.Compute/virtualMachines\?.*statusOnly=true", "statusOnly=true"),
+])
+def test_a_refused_list_fails_the_inventory_instead_of_dropping_its_hosts(fresh, where, url):
+    fresh.fault(where, 403, times=100, code="AuthorizationFailed")
+    out = run_inventory(fresh)
     assert out.returncode != 0 and not out.stdout.strip()
     text = " ".join(out.stderr.split())
-    assert "Azure answered HTTP 403 to GET" in text and "AuthorizationFailed" in text
-    assert "virtualMachineScaleSets/cpu-a/virtualMachines" in text
+    assert "Azure answered HTTP 403 to GET" in text and "AuthorizationFailed" in text and url in text, text
 
 
-def test_serial_fetch_finds_the_same_hosts(fresh, tmp_path):
-    config = yaml.safe_load(open(INVENTORY))
-    config["batch_fetch"] = False
-    path = tmp_path / "serial.azure_rm.yml"
-    path.write_text(yaml.safe_dump(config))
-    inv = inventory(fresh, path=str(path))
-    assert fresh.stats().get("batch", 0) == 0
-    want = expected_classes(fresh)
-    for cls in CLASSES:
-        assert hosts_of(inv, cls) == want[cls], cls
+def test_one_request_at_a_time_finds_the_same_hosts(fresh, tmp_path):
+    many = inventory(fresh)
+    one = inventory(fresh, path=config_file(tmp_path, request_concurrency=1))
+    assert one == many
+
+
+def test_a_vm_deleted_while_the_inventory_lists_it_is_left_out_with_a_warning():
+    sub = azure_arm.Subscription.from_file(os.path.join(azure_arm.FIXTURES, "subscription.yml"))
+    sub.delete_nic_of("cpu-standalone")  # still in the VM list, its network interface already gone
+    server = azure_arm.Arm(sub, page_size=3).start()
+    try:
+        out = run_inventory(server)
+        stats = server.stats()
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    assert "cpu-standalone" not in json.loads(out.stdout)["_meta"]["hostvars"]
+    text = " ".join(out.stderr.split())
+    assert "deleted while the inventory listed them, left out" in text and "/virtualmachines/cpu-standalone" in text
+    assert stats["not_found"] == 1  # its network interface asked once by id: 404
 
 
 @pytest.mark.parametrize("case,secret,message", [
@@ -213,14 +310,17 @@ def test_bad_credentials_are_a_clear_error(fresh, case, secret, message):
     out = run_inventory(fresh, AZURE_SECRET=secret)
     assert out.returncode != 0 and not out.stdout.strip(), case
     assert message in " ".join(out.stderr.split()), out.stderr
-    assert fresh.stats().get("batch", 0) == 0  # nothing listed with a credential that does not work
+    assert not lists(fresh)  # nothing listed with a credential that does not work
 
 
 def test_an_access_token_arm_rejects_is_a_clear_error(fresh, monkeypatch):
     monkeypatch.setattr(fresh, "tokens", _AlwaysExpired())
     out = run_inventory(fresh)
     assert out.returncode != 0 and not out.stdout.strip()
-    assert "HTTP 401 to POST /batch: ExpiredAuthenticationToken" in " ".join(out.stderr.split())
+    text = " ".join(out.stderr.split())
+    assert "HTTP 401 to GET /subscriptions/" in text and "ExpiredAuthenticationToken" in text
+    arm_requests = [p for _m, p in fresh.log if p.startswith("/subscriptions/")]
+    assert len(arm_requests) == 1, arm_requests  # the first request alone, nothing after it
 
 
 class _AlwaysExpired(dict):
@@ -253,15 +353,17 @@ def test_two_vms_of_one_name_fail_the_inventory(tmp_path):
     assert "resourceGroups/team-a/" in text and "resourceGroups/team-b/" in text
 
 
-def test_a_bad_size_rule_is_refused_naming_it(fresh, tmp_path):
-    config = yaml.safe_load(open(INVENTORY))
-    config["node_class_sizes"] = [{"pattern": "Standard_N[CDV", "class": "kube_node_gpu"}]
-    path = tmp_path / "bad.azure_rm.yml"
-    path.write_text(yaml.safe_dump(config))
-    out = run_inventory(fresh, path=str(path))
+@pytest.mark.parametrize("changes,message", [
+    ({"node_class_sizes": [{"pattern": "Standard_N[CDV", "class": "kube_node_gpu"}]},
+     "node_class_sizes[0].pattern 'Standard_N[CDV' is not a regular expression"),
+    ({"include_arc_resource_groups": ["*"]}, "include_arc_resource_groups is not supported"),
+    ({"ansible_host_address": "floating"}, "ansible_host_address"),
+])
+def test_a_bad_option_is_refused_naming_it_before_any_request(fresh, tmp_path, changes, message):
+    out = run_inventory(fresh, path=config_file(tmp_path, "bad.azure_rm.yml", **changes))
     assert out.returncode != 0
-    assert "node_class_sizes[0].pattern 'Standard_N[CDV' is not a regular expression" in " ".join(out.stderr.split())
-    assert fresh.stats().get("token", 0) == 0  # refused before any request
+    assert message in " ".join(out.stderr.split())
+    assert fresh.stats().get("token", 0) == 0 and not lists(fresh)  # refused before any request
 
 
 def test_the_inventory_cache_answers_without_azure(fresh, tmp_path):
