@@ -158,6 +158,10 @@ def validate(run_command, kubeadm, text):
     return " ".join(words).replace(path, "the new configuration") or "kubeadm config validate failed (%d)" % rc
 
 
+class RecordConflict(RecordError):
+    """The record changed between its read and the write (another node of the same run, an operator)."""
+
+
 def send(client, record, new_text, dry_run):
     """PUT the ConfigMap with its document replaced by `new_text`, at the resourceVersion it was read at."""
     obj = json.loads(json.dumps(record.obj))
@@ -165,7 +169,7 @@ def send(client, record, new_text, dry_run):
     path = "/api/v1/namespaces/%s/configmaps/%s%s" % (NAMESPACE, record.name, "?dryRun=All" if dry_run else "")
     status, answer = client.call("PUT", path, obj)
     if status == 409:
-        raise RecordError("%s changed while this run planned its change (resourceVersion %s); run again"
+        raise RecordConflict("%s changed while this run planned its change (resourceVersion %s); run again"
                           % (record.label, record.obj.get("metadata", {}).get("resourceVersion")))
     if status != 200:
         raise RecordError("%s%s: HTTP %s %s" % (record.label, " (dry run)" if dry_run else "", status,

@@ -27,6 +27,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_record i
     ADMIN_CONF,
     CLUSTER,
     KUBELET,
+    RecordConflict,
     RecordError,
     connect,
     read,
@@ -48,12 +49,18 @@ class SyncError(Exception):
     pass
 
 
-class Source(object):
-    """One place kubeadm renders from, as read and as it would be after the edit (`after` None: unchanged)."""
+# Writes of a record that another writer changed meanwhile: re-read, the edit applied again, validated again.
+CONFLICT_ATTEMPTS = 5
 
-    def __init__(self, label, before, after, cfg, record=None, path=None):
+
+class Source(object):
+    """One place kubeadm renders from, as read and as it would be after the edit (`after` None: unchanged).
+
+    A record's `replan()` reads it again and returns its fresh Source (the same edit, validated again)."""
+
+    def __init__(self, label, before, after, cfg, record=None, path=None, replan=None):
         self.label, self.before, self.after, self.cfg = label, before, after, cfg
-        self.record, self.path = record, path
+        self.record, self.path, self.replan = record, path, replan
 
     @property
     def changed(self):
@@ -90,7 +97,7 @@ class Sync(object):
                 continue
             try:
                 if source.record is not None:
-                    send(self.client, source.record, source.after, dry_run=False)
+                    self._record(source)
                 else:
                     atomic_write(source.path, source.after, mode=0o600)
             except (RecordError, IOError, OSError) as exc:
@@ -100,6 +107,23 @@ class Sync(object):
         return done
 
 
+    def _record(self, source):
+        """Send a record's new text. When it changed since it was read - the same tuning written by another control
+        plane node of the same run, an operator's edit - read it again and apply the edit to what is there: nothing
+        to send when the other writer already recorded it."""
+        for _attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                send(self.client, source.record, source.after, dry_run=False)
+                return
+            except RecordConflict:
+                if source.replan is None:
+                    raise
+                source = source.replan()
+                if not source.changed:
+                    return
+        raise RecordError("%s kept changing under %d writes; run again" % (source.label, CONFLICT_ATTEMPTS))
+
+
 def _edited(yaml, docs, edit):
     """(the ClusterConfiguration among `docs`, whether `edit` changed it): the edit is judged on the data, so a
     document kubeadm wrote is not rewritten for its formatting."""
@@ -107,6 +131,22 @@ def _edited(yaml, docs, edit):
     before = yaml.safe_dump(cfg, sort_keys=True)
     edit(cfg)
     return cfg, yaml.safe_dump(cfg, sort_keys=True) != before
+
+
+def _cluster_record(yaml, client, record, edit, run_command, kubeadm_bin):
+    """The record's Source: `edit` applied to its ClusterConfiguration, and how to do it again on a fresh read."""
+    def replan():
+        fresh = read(client, CLUSTER, "always")
+        source = _cluster_record(yaml, client, fresh, edit, run_command, kubeadm_bin)
+        if source.changed and kubeadm_bin:
+            refused = validate(run_command, kubeadm_bin, source.after)
+            if refused:
+                raise RecordError("kubeadm refuses the new ClusterConfiguration: %s" % refused)
+        return source
+    doc = yaml.safe_load(record.text)
+    cfg, changed = _edited(yaml, [doc], edit)
+    after = yaml.safe_dump(doc, default_flow_style=False, sort_keys=False) if changed else None
+    return Source(record.label, record.text, after, cfg, record=record, replan=replan)
 
 
 def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
@@ -130,10 +170,7 @@ def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
         client = connect(yaml, opts["record"], opts["kubeconfig"], var)
         record = read(client, CLUSTER, opts["record"]) if client else None
         if record is not None:
-            doc = yaml.safe_load(record.text)
-            cfg, changed = _edited(yaml, [doc], edit)
-            after = yaml.safe_dump(doc, default_flow_style=False, sort_keys=False) if changed else None
-            sources.append(Source(record.label, record.text, after, cfg, record=record))
+            sources.append(_cluster_record(yaml, client, record, edit, run_command, kubeadm_bin))
     except (yaml.YAMLError, KubeadmError, RecordError, IOError, OSError) as exc:
         raise SyncError("kubeadm's record (ConfigMap kube-system/%s): %s" % (CLUSTER[0], exc)) from None
     for source in sources:
@@ -154,6 +191,17 @@ def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
     return Sync(sources, client)
 
 
+def _kubelet_record(yaml, client, record, doc, settings):
+    """The kubelet-config record's Source: `settings` merged in, and how to do it again on a fresh read (the
+    settings are the same fields on every node, so no validation is needed again)."""
+    def replan():
+        fresh = read(client, KUBELET, "always")
+        return _kubelet_record(yaml, client, fresh, yaml.safe_load(fresh.text), settings)
+    want = dict(doc, **settings)
+    after = yaml.safe_dump(want, default_flow_style=False, sort_keys=False) if want != doc else None
+    return Source(record.label, record.text, after, want, record=record, replan=replan)
+
+
 def plan_kubelet(yaml, run_command, kubeadm_bin, opts, settings, var=""):
     """The Sync of `settings` (top-level KubeletConfiguration fields) merged into kubeadm's record of the kubelet's
     configuration - the kube-system/kubelet-config ConfigMap, which `kubeadm join` and `kubeadm upgrade node` write
@@ -172,9 +220,8 @@ def plan_kubelet(yaml, run_command, kubeadm_bin, opts, settings, var=""):
             raise RecordError("%s does not hold a KubeletConfiguration" % record.label)
     except (yaml.YAMLError, RecordError) as exc:
         raise SyncError("kubeadm's record (ConfigMap kube-system/%s): %s" % (KUBELET[0], exc)) from None
-    want = dict(doc, **settings)
-    after = yaml.safe_dump(want, default_flow_style=False, sort_keys=False) if want != doc else None
-    source = Source(record.label, record.text, after, want, record=record)
+    source = _kubelet_record(yaml, client, record, doc, settings)
+    after = source.after
     if after is not None:
         if not kubeadm_bin:
             raise SyncError("%s: no kubeadm on this node to validate the change with" % source.label)

@@ -101,10 +101,40 @@ def test_a_dry_run_the_api_server_refuses_fails_the_plan(client):
         sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"}, edit_inflight)
 
 
-def test_a_record_changed_meanwhile_is_not_overwritten(client):
+def test_a_record_another_node_wrote_meanwhile_is_read_again_and_the_edit_applied_to_it(client):
+    """Three control plane nodes of one run plan the same tuning: the second writer finds the record changed, reads
+    it again, and has nothing left to send; another change made meanwhile is kept, not overwritten."""
+    first = sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"}, edit_inflight)
+    second = sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"}, edit_inflight)
+    assert first.write() == second.changed
+    client.sent.clear()
+    assert second.write() == ["ConfigMap kube-system/kubeadm-config (ClusterConfiguration)"]
+    assert [m for m, _p, _b in client.sent] == ["PUT"]  # the refused write; then nothing: already recorded
+
+    # an operator's change between this plan and its write: kept, and this edit applied on top of it
+    plan = sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"},
+                     lambda cfg: set_args(cfg, "apiServer", {"max-mutating-requests-inflight": "400"}))
+    other = yaml.safe_load(client.objects["kubeadm-config"]["data"]["ClusterConfiguration"])
+    other["apiServer"]["extraArgs"].append({"name": "audit-log-maxage", "value": "7"})
+    client.objects["kubeadm-config"]["data"]["ClusterConfiguration"] = yaml.safe_dump(other)
+    client.objects["kubeadm-config"]["metadata"]["resourceVersion"] = "11"
+    plan.write()
+    stored = yaml.safe_load(client.objects["kubeadm-config"]["data"]["ClusterConfiguration"])
+    assert {a["name"] for a in stored["apiServer"]["extraArgs"]} == {
+        "shutdown-delay-duration", "max-requests-inflight", "audit-log-maxage", "max-mutating-requests-inflight"}
+
+
+def test_a_record_that_keeps_changing_fails_naming_it(client):
     plan = sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"}, edit_inflight)
-    client.objects["kubeadm-config"]["metadata"]["resourceVersion"] = "8"  # someone else wrote it
-    with pytest.raises(sync.SyncError, match="changed while this run planned its change .*run again"):
+    real_call = client.call
+
+    def racing(method, path, body=None):
+        if method == "PUT":  # someone writes before every one of ours
+            meta = client.objects["kubeadm-config"]["metadata"]
+            meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        return real_call(method, path, body)
+    client.call = racing
+    with pytest.raises(sync.SyncError, match="kept changing under 5 writes; run again"):
         plan.write()
 
 
