@@ -110,7 +110,7 @@ bench: deps
 	$(PYTHON) bench/sysctl_one_call.py
 	$(PYTHON) bench/disk_latency_vs_fio.py
 	$(PYTHON) bench/preload_vs_per_image.py
-	$(PYTHON) bench/azure_inventory.py
+	$(PYTHON) bench/azure_inventory.py --json bench/azure_inventory.json
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
 	$(PYTHON) bench/audit.py
 	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
