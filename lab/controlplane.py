@@ -19,7 +19,7 @@ import time
 
 import kubeadm
 from common import PKI, PREFIX, REPO, LabError, docker, log, put_file, run
-from kubeadm import NODE_MONITOR_GRACE, SERVICE_CIDR, k8s_version  # noqa: F401 (the lab's and tests' names)
+from kubeadm import k8s_version  # noqa: F401 (the lab's and tests' name)
 
 K8S_BUILD = os.path.join(REPO, "lab", "k8s", "build.sh")
 K8S_PKI = os.path.join(PKI, "k8s")

@@ -88,6 +88,7 @@ def cmd_up(_args):
         log("removed %s (beyond the wanted node counts)" % cname)
     wait_ssh(started, key)
     write_inventory()
+
     def of(*groups):
         return [n for n in nodes if n["group"] in groups]
 

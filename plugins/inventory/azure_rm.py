@@ -275,8 +275,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         session = requests.Session()
         size = max(1, self.get_option("request_concurrency"))
         session.mount("https://", requests.adapters.HTTPAdapter(pool_connections=size, pool_maxsize=size))
-        client = PipelineClient(endpoint, config=config, transport=RequestsTransport(session=session,
-                                                                                      session_owner=True))
+        transport = RequestsTransport(session=session, session_owner=True)
+        client = PipelineClient(endpoint, config=config, transport=transport)
         return client, auth.subscription_id
 
     def _fetch(self):
@@ -311,7 +311,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except arm.ArmError as exc:
             raise AnsibleError(str(exc)) from None
         except Exception as exc:  # credentials refused, ARM unreachable: azure-core's and azure-identity's errors
-            if type(exc).__module__.split(".")[0] in ("azure", "msal", "requests", "urllib3"):
+            if type(exc).__module__.split(".", maxsplit=1)[0] in ("azure", "msal", "requests", "urllib3"):
                 raise AnsibleError("azure_rm: %s" % to_native(exc)) from None
             raise
         hosts = decide.hosts_of(fleet, self.get_option("plain_host_names"), self.get_option("node_class_tag"),

@@ -22,13 +22,10 @@ import json
 import os
 import ssl
 import tempfile
+from urllib.error import HTTPError, URLError
 
-try:
-    from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
-except ImportError:  # Python 2 is not a node this collection supports; sanity's import test is
-    HTTPError = URLError = Exception
-    Request = urlopen = None
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import Request
 
 CLUSTER = ("kubeadm-config", "ClusterConfiguration")
 KUBELET = ("kubelet-config", "kubelet")
@@ -78,14 +75,14 @@ class Client(object):
     def call(self, method, path, body=None):
         """(HTTP status, the JSON answer); a connection that fails raises RecordError."""
         data = json.dumps(body).encode() if body is not None else None
-        req = Request(self.server + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json"}
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         if self.token:
-            req.add_header("Authorization", "Bearer " + self.token)
+            headers["Authorization"] = "Bearer " + self.token
         try:
-            resp = urlopen(req, context=self.ctx, timeout=self.timeout)
+            resp = Request().open(method, self.server + path, data=data, headers=headers, context=self.ctx,
+                                  timeout=self.timeout)
             try:
                 return resp.status, json.loads(resp.read() or b"{}")
             finally:
@@ -95,7 +92,7 @@ class Client(object):
                 return exc.code, json.loads(exc.read() or b"{}")
             except ValueError:
                 return exc.code, {}
-        except (URLError, OSError, ssl.SSLError) as exc:
+        except (URLError, OSError, ssl.SSLError, UrlConnectionError) as exc:
             raise RecordError("the API server at %s does not answer: %s" % (self.server, exc)) from None
 
 
@@ -170,7 +167,7 @@ def send(client, record, new_text, dry_run):
     status, answer = client.call("PUT", path, obj)
     if status == 409:
         raise RecordConflict("%s changed while this run planned its change (resourceVersion %s); run again"
-                          % (record.label, record.obj.get("metadata", {}).get("resourceVersion")))
+                             % (record.label, record.obj.get("metadata", {}).get("resourceVersion")))
     if status != 200:
         raise RecordError("%s%s: HTTP %s %s" % (record.label, " (dry run)" if dry_run else "", status,
                                                 answer.get("message", "")))

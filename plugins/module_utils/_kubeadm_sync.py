@@ -106,7 +106,6 @@ class Sync(object):
             done.append(source.label)
         return done
 
-
     def _record(self, source):
         """Send a record's new text. When it changed since it was read - the same tuning written by another control
         plane node of the same run, an operator's edit - read it again and apply the edit to what is there: nothing

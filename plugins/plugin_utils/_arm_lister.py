@@ -70,7 +70,7 @@ class Lister:
                 while queue and len(pending) < self.workers:
                     request = queue.pop(0)
                     pending[pool.submit(self.get, request, missing_ok)] = request
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     request = pending.pop(future)
                     queue.extend(self._follow(request, future.result(), on_page))

@@ -461,4 +461,3 @@ def hosts_of(fleet, legacy_name, class_tag, size_classes):
             failed.append("%s (resource group %s, %s)" % (hv["name"], hv["resource_group"], hv["powerstate"]))
         records.append({"default_inventory_hostname": hv["default_inventory_hostname"], "hostvars": hv})
     return Hosts(records, failed, sorted(fleet.gone))
-

@@ -164,8 +164,8 @@ def test_the_lists_are_read_a_page_at_a_time_and_nothing_is_asked_per_vm(fresh):
     vms = len(fresh.sub.vms)
     pages = -(-vms // fresh.page_size)  # the VM list and the status list, each
     assert asked["list_virtualmachines"] == pages and asked["list_vm_statuses"] == pages
-    assert asked["list_scale_set_vms"] == sum(max(1, -(-len(i) // fresh.page_size))
-                                             for i in fresh.sub.instances.values()) + 1  # + gpu-pool's empty page
+    per_scale_set = [max(1, -(-len(i) // fresh.page_size)) for i in fresh.sub.instances.values()]
+    assert asked["list_scale_set_vms"] == sum(per_scale_set) + 1  # + gpu-pool's empty page
     assert asked["list_scale_set_networkinterfaces"] >= 4 and asked["list_networkinterfaces"] >= 2
     assert asked["list_publicipaddresses"] == 1
     # no instance view, NIC or public IP one at a time, no /batch
@@ -197,8 +197,8 @@ def test_hosts_and_host_variables_are_azure_rms(fresh, tmp_path):
     """azure.azcollection's azure_rm (its /batch and per-VM requests) and this plugin, on one subscription and with
     the same options: the same hosts, and the same host variables except this plugin's own and, for Uniform
     instances, the network interfaces' shape (ARM's here, the SDK's there)."""
-    ours = inventory(fresh, path=config_file(tmp_path, network_interface_properties=True, ansible_host_address=
-                                             "public_first"))
+    cfg = config_file(tmp_path, network_interface_properties=True, ansible_host_address="public_first")
+    ours = inventory(fresh, path=cfg)
     theirs_cfg = {"plugin": "kubescale_baseline.azure.azure_rm", "auth_source": "auto", "plain_host_names": True,
                   "include_vm_resource_groups": ["*"], "include_vmss_resource_groups": ["*"],
                   "default_host_filters": ["powerstate != 'running'"]}

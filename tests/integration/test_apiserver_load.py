@@ -120,8 +120,9 @@ def test_inflight_limits_restart_each_apiserver_once(converged):
         assert apiserver_pid() not in ("", pid) and ready()
         cmdline = node("cp-1", "sh", "-c", "tr '\\0' ' ' < /proc/$(pgrep -x kube-apiserver)/cmdline").stdout
         assert "--max-requests-inflight=600" in cmdline and "--max-mutating-requests-inflight=300" in cmdline
-        kubeadm = dict((a["name"], a["value"]) for a in [d for d in yaml.safe_load_all(node("cp-1", "cat", KUBEADM).stdout)
-                                                          if d["kind"] == "ClusterConfiguration"][0]["apiServer"]["extraArgs"])
+        docs = yaml.safe_load_all(node("cp-1", "cat", KUBEADM).stdout)
+        cluster = [d for d in docs if d["kind"] == "ClusterConfiguration"][0]
+        kubeadm = dict((a["name"], a["value"]) for a in cluster["apiServer"]["extraArgs"])
         assert kubeadm["max-requests-inflight"] == "600" and kubeadm["max-mutating-requests-inflight"] == "300"
         args = record()[1]
         assert args["max-requests-inflight"] == "600" and args["max-mutating-requests-inflight"] == "300"

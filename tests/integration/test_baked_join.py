@@ -72,9 +72,11 @@ def joined():
            "--tmpfs", "/run/lock", "-v", "%s.pub:/root/.ssh/authorized_keys:ro" % SSH_KEY,
            "-p", "127.0.0.1:%d:22" % port, "--device", "%s:/dev/sdb" % loop,
            "-v", "/var/cache/kubescale/k8s:/opt/kubescale-k8s:ro", "-v", "/var/lib/docker", IMAGE)
-        wait_for("the baked node to boot", lambda: baked("systemctl", "is-system-running", "--wait",
-                                                          check=False).stdout.strip() in ("running", "degraded"),
-                 timeout=180)
+
+        def booted():
+            state = baked("systemctl", "is-system-running", "--wait", check=False).stdout.strip()
+            return state in ("running", "degraded")
+        wait_for("the baked node to boot", booted, timeout=180)
         # what an autoscaler's node template runs: a fresh token's join, with kubeadm's patches directory
         words = node(cp1, "kubeadm", "token", "create", "--ttl", "1h", "--print-join-command").stdout.split()
         cfg = {"apiVersion": kubeadm.V1BETA4, "kind": "JoinConfiguration",
@@ -115,9 +117,11 @@ def test_its_kubelet_pulls_in_parallel_from_the_cluster_record_and_the_images_pa
 
 def test_it_boots_tuned_sysctls_runtime_on_the_ssd_and_preloaded_images(joined):
     assert baked("grep", "-c", "gc_thresh", "/etc/sysctl.d/90-kubescale-arp.conf").stdout.strip() == "6"
-    wait_for("docker on the SSD", lambda: baked("docker", "info", "--format", "{{.Driver}} {{.DockerRootDir}}",
-                                                 check=False).stdout.strip() == "overlay2 /mnt/local-ssd/docker",
-             timeout=120)
+
+    def docker_on_ssd():
+        info = baked("docker", "info", "--format", "{{.Driver}} {{.DockerRootDir}}", check=False).stdout.strip()
+        return info == "overlay2 /mnt/local-ssd/docker"
+    wait_for("docker on the SSD", docker_on_ssd, timeout=120)
     assert baked("findmnt", "-n", "-o", "SOURCE", "/mnt/local-ssd").stdout.strip() == "/dev/sdb"
     wait_for("the preloaded pause image", lambda: PAUSE in baked("docker", "image", "ls", "--format",
                                                                  "{{.Repository}}:{{.Tag}}").stdout, timeout=120)

@@ -144,8 +144,8 @@ def test_kubeadm_configuration_and_record_get_the_same_override_in_extra_args():
 def test_an_existing_override_is_kept_and_a_stale_events_one_replaced():
     # another resource already served by other etcd servers (here the main etcd itself, so the API server stays
     # ready), and a stale Events entry
-    leases = "coordination.k8s.io/leases#" + ";".join("https://%s:2379" % lab_ip(m) for m in
-                                                       ("etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"))
+    members = ("etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3")
+    leases = "coordination.k8s.io/leases#" + ";".join("https://%s:2379" % lab_ip(m) for m in members)
     wired = manifest_command()
     _version, cfg = record()
     put_manifest(without_overrides(wired) + ["--etcd-servers-overrides=/events#https://10.9.9.9:2383," + leases])

@@ -211,8 +211,8 @@ def test_etcd_drift_reads_data_dir_from_etcd_local():
     pod = {"kind": "Pod", "spec": {"containers": [{"name": "etcd", "command": [
         "etcd", "--data-dir=/mnt/local-ssd/etcd", "--quota-backend-bytes=8589934592"]}]}}
     found = drift.component_drift(pod, "etcd", {"etcd": {"local": {}}}, "etcd")
-    assert [(d["setting"], d["kubeadm"]) for d in found] == [("--data-dir", "/var/lib/etcd"),
-                                                           ("--quota-backend-bytes", None)]
+    assert [(d["setting"], d["kubeadm"]) for d in found] == [
+        ("--data-dir", "/var/lib/etcd"), ("--quota-backend-bytes", None)]
     local = {"etcd": {"local": {"dataDir": "/mnt/local-ssd/etcd",
                                 "extraArgs": [{"name": "quota-backend-bytes", "value": "8589934592"}]}}}
     assert drift.component_drift(pod, "etcd", local, "etcd") == []

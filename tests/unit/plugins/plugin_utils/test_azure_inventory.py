@@ -129,13 +129,16 @@ def test_no_other_size_is(size):
 SUB = "/subscriptions/s"
 
 
+NSG = SUB + "/resourceGroups/x/providers/Microsoft.Network/networkSecurityGroups/nsg-1"
+
+
 def _vm(rg, name, nic_rg=None, pip=False, scale_set=None):
     nic = "%s/resourceGroups/%s/providers/Microsoft.Network/networkInterfaces/%s-nic" % (SUB, nic_rg or rg, name)
     vm = {"id": "%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachines/%s" % (SUB, rg, name),
           "name": name, "type": "Microsoft.Compute/virtualMachines", "location": "westeurope", "tags": {},
           "properties": {"vmId": "id-" + name, "hardwareProfile": {"vmSize": "Standard_D15_v2"},
-                         "provisioningState": "Succeeded", "osProfile": {"computerName": name,
-                                                                           "linuxConfiguration": {}},
+                         "provisioningState": "Succeeded",
+                         "osProfile": {"computerName": name, "linuxConfiguration": {}},
                          "networkProfile": {"networkInterfaces": [{"id": nic}]},
                          "storageProfile": {"osDisk": {"name": name + "-os", "osType": "Linux",
                                                        "managedDisk": {"id": "disk-" + name}}, "dataDisks": []}}}
@@ -148,8 +151,7 @@ def _vm(rg, name, nic_rg=None, pip=False, scale_set=None):
                                                       "publicIPAddresses/%s-ip" % (SUB, nic_rg or rg, name)}
     nic_doc = {"id": nic, "name": name + "-nic", "type": "Microsoft.Network/networkInterfaces",
                "properties": {"macAddress": "00-0D", "ipConfigurations": [ipc],
-                              "networkSecurityGroup": {"id": SUB + "/resourceGroups/x/providers/Microsoft.Network/"
-                                                             "networkSecurityGroups/nsg-1"}}}
+                              "networkSecurityGroup": {"id": NSG}}}
     return vm, nic_doc
 
 
@@ -229,8 +231,8 @@ def test_what_changed_between_two_lists_is_asked_once_and_a_deleted_vm_is_left_o
     fleet.nics = {nic_a["id"].lower(): nic_a}
     fleet.statuses = {vm_a["id"].lower(): {"statuses": [{"code": "PowerState/running"}]}}
     asks = fleet.stragglers()
-    assert sorted((r.kind, r.url.rsplit("/", 2)[-2:][-1]) for r in asks) == [("instance_view", "instanceView"),
-                                                                              ("nic", "b-nic")]
+    asked = sorted((r.kind, r.url.rsplit("/", 2)[-2:][-1]) for r in asks)
+    assert asked == [("instance_view", "instanceView"), ("nic", "b-nic")]
     assert fleet.stragglers() == []  # asked once
     for req in asks:
         fleet.take_single(req, None)  # 404: b was deleted meanwhile
