@@ -39,6 +39,7 @@ lint: deps
 	ruff check .
 	python3 scripts/role_docs.py --check
 	python3 scripts/node_state_doc.py --check
+	python3 scripts/docs_check.py
 	antsibull-changelog lint
 	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	antsibull-changelog generate --output $(CURDIR)/.changelog-check.md --output-format md
