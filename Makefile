@@ -66,14 +66,14 @@ ee: deps
 	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
 
 ee-test: lab ee
-	KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q --durations=3 tests/integration/test_ee.py
+	KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q -rs --durations=3 tests/integration/test_ee.py
 
 unit: deps
-	pytest -q tests/unit
+	pytest -q -rs tests/unit
 
 # inventories/azure/azure_rm.yml through the azure_rm plugin against the recorded ARM on loopback (lab/azure_arm.py).
 azure-inventory: deps
-	pytest -q --durations=3 tests/azure
+	pytest -q -rs --durations=3 tests/azure
 
 molecule: image
 	bash scripts/molecule.sh
@@ -86,12 +86,12 @@ molecule: image
 # nothing else does.
 lab-test: lab
 	bash tests/integration/site_twice.sh
-	pytest -q --durations=3 tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
-	pytest -q --durations=3 tests/integration/test_kubeadm_lifecycle.py
+	pytest -q -rs --durations=3 tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
+	pytest -q -rs --durations=3 tests/integration/test_kubeadm_lifecycle.py
 	bash scripts/parallel.sh \
-	  "etcd=pytest -q --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
-	  "etcd-static-pod=pytest -q --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
-	  "lab=pytest -q --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
+	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
+	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
+	  "lab=pytest -q -rs --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
 test: deps
 	$(MAKE) lint
@@ -102,7 +102,7 @@ test: deps
 	$(MAKE) lab
 	bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
 	$(MAKE) bake
-	pytest -q --durations=3 tests/integration/test_baked_join.py
+	pytest -q -rs --durations=3 tests/integration/test_baked_join.py
 	$(MAKE) ee-test
 	@echo "make test: all checks passed"
 

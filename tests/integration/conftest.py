@@ -8,6 +8,8 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab"))
 
+HOSTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "inventories",
+                     "lab", "hosts.yml")
 LOCK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", ".state",
                     "control-plane.lock")
 
@@ -21,3 +23,11 @@ def control_plane_lock():
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
         fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """The lab's inventory: a test that needs the lab fails without it (make lab), never skips."""
+    if not os.path.exists(HOSTS):
+        pytest.fail("needs the lab: %s is missing (make lab)" % HOSTS, pytrace=False)
+    return HOSTS

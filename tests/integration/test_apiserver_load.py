@@ -26,7 +26,7 @@ NAME = "kubescale-node-agents"
 MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 KUBEADM = "/etc/kubernetes/kubeadm-config.yaml"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

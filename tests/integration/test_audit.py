@@ -13,9 +13,9 @@ import os
 import time
 
 import pytest
-from audit_lab import HOSTS, REPO, audit, node, red_checks, red_nodes
+from audit_lab import REPO, audit, node, red_checks, red_nodes
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 OWNED = "kube_node_cpu:kube_node_gpu"
 WITH_CLUSTERS = "etcd_events:kube_control_plane:" + OWNED
 LOCK = os.path.join(REPO, "lab", ".state", "control-plane.lock")

@@ -5,14 +5,13 @@ audit must be red on etcd-2 only, with the sizes, and the run must fail; the sit
 """
 
 import math
-import os
 import re
 import subprocess
 
 import pytest
-from audit_lab import ENV, HOSTS, REPO, audit, node, red_checks, red_nodes
+from audit_lab import ENV, REPO, audit, node, red_checks, red_nodes
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 MAIN_ETCD = "etcd:!etcd_kubeadm"
 
 

@@ -11,9 +11,9 @@ import shutil
 import subprocess
 
 import pytest
-from audit_lab import AUDITED, HOSTS, REPO, audit, fingerprint, lab_hosts
+from audit_lab import AUDITED, REPO, audit, fingerprint, lab_hosts
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 ARTIFACTS = os.path.join(REPO, "tests", "output", "audit")
 
 

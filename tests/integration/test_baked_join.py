@@ -23,7 +23,7 @@ from audit_lab import ENV, HOSTS, REPO
 from kube import kubectl, wait_for
 from labnode import node
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 IMAGE = "kubescale-lab-baked:latest"
 CONTAINER = "kubescale-baked-join"
 NAME = "baked-1"

@@ -28,7 +28,7 @@ APISERVER_TLS = ["--cacert=/etc/kubernetes/pki/etcd/ca.crt", "--cert=/etc/kubern
                  "--key=/etc/kubernetes/pki/apiserver-etcd-client.key"]
 NS = "kubescale-test"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

@@ -22,7 +22,7 @@ MODULE = "tests/integration/dns_module.yml"
 NS, NAME = "kube-system", "coredns"
 TEST_LABEL = "kubescale.io/dns-test"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

@@ -29,7 +29,7 @@ STATE = os.path.join(REPO, "lab", ".state")
 EE_COLLECTIONS = "/usr/share/ansible/collections"
 COLLECTION = EE_COLLECTIONS + "/ansible_collections/kubescale/tuning"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 @pytest.fixture(scope="module")

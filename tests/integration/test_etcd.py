@@ -25,7 +25,7 @@ SSD_DIR = "/mnt/local-ssd/etcd"
 # What etcdctl prints when its read reached a TLS member while that member was shutting down (Poller.run)
 STOPPING = "transport: missing content-type field"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def endpoints():

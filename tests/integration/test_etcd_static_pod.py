@@ -30,7 +30,7 @@ PKI = "/etc/kubernetes/pki/etcd"
 TLS = ["--cacert=%s/ca.crt" % PKI, "--cert=%s/healthcheck-client.crt" % PKI, "--key=%s/healthcheck-client.key" % PKI]
 ROLE = "tests/integration/etcd_role.yml"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def endpoints():

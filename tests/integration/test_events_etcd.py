@@ -22,7 +22,7 @@ MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm-config.yaml"
 PKI = "/etc/kubernetes/pki"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

@@ -14,7 +14,7 @@ HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 EXAMPLE = os.path.join(REPO, "examples", "hostnetwork-throughput.yaml")
 NS = "kubescale-hostnet-test"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

@@ -31,7 +31,7 @@ from audit_lab import HOSTS, REPO, audit
 from kube import kubectl, wait_for
 from labnode import node
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
            ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"))

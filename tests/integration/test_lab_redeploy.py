@@ -17,7 +17,7 @@ def node(name, *argv):
                           check=True).stdout
 
 
-@pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+@pytest.mark.usefixtures("lab")
 @pytest.mark.parametrize("name,disk", [("cpu-1", "ntfs"), ("gpu-1", "blank")])
 def test_redeploy_restores_the_ssd_and_converge_changes_nothing(name, disk):
     node(name, "sh", "-c", "echo before-redeploy > /mnt/local-ssd/canary")

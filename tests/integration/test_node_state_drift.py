@@ -23,7 +23,7 @@ KUBELET = "/var/lib/kubelet/config.yaml"
 ARP_FACT = "/etc/ansible/facts.d/kubescale_arp_sysctl.fact"
 SCRIPT = "/usr/local/lib/kubescale/local_ssd.py"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def playbook(*args):

@@ -26,7 +26,7 @@ DIR = "/opt/kubescale/images"
 ARCHIVE = DIR + "/preload.tar.zst"
 PAUSE = "docker.io/kubescale-lab/pause:3.9"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def env():

@@ -10,7 +10,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 
 
-@pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+@pytest.mark.usefixtures("lab")
 def test_failing_first_batch_stops_the_rollout(tmp_path):
     # cpu-1 gets a bad variable; with batches of one host, cpu-2 must never be touched.
     bad = tmp_path / "bad.yml"

@@ -25,7 +25,7 @@ KUBEADM = "/etc/kubernetes/kubeadm-config.yaml"
 FILES = (MANIFEST, CONFIG, KUBEADM)
 NS = "kubescale-binpack-test"
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)"),
+pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]
 
 

@@ -17,7 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 SLICE = os.path.join(REPO, "inventories", "slice.yml")
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def lab_hosts():

@@ -21,7 +21,7 @@ HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 SPEC = re.compile(r"^(\w+ : Validating arguments against arg spec '\w+'|Check every role's variables against its "
                   r"argument spec)")
 
-pytestmark = pytest.mark.skipif(not os.path.exists(HOSTS), reason="needs the lab (make lab)")
+pytestmark = pytest.mark.usefixtures("lab")
 
 
 def run_json(*args, rc=0, report=None):
