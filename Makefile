@@ -1,6 +1,6 @@
 # kubescale.tuning — two commands do all set-up on a fresh Debian 12 machine (root):
 #   make site   build the lab and converge it with playbooks/site.yml (twice: the second run must change nothing)
-#   make test   every check: lint, sanity, unit, then molecule and the lab side by side, then a bake
+#   make test   every check: lint, sanity, unit, then molecule and a lab made anew side by side, then a bake
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV := $(CURDIR)/.venv
@@ -99,8 +99,9 @@ test: deps
 	$(MAKE) azure-inventory
 	$(MAKE) sanity
 	$(MAKE) packer-validate
+	$(MAKE) lab-down
 	$(MAKE) lab
-	bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
+	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
 	$(MAKE) bake
 	pytest -q -rs --durations=3 tests/integration/test_baked_join.py
 	$(MAKE) ee-test

@@ -1,0 +1,45 @@
+"""tests/integration/task_results.py: --check against the real run task by task, and what a first run must change."""
+
+import importlib.util
+import json
+import os
+
+_SPEC = importlib.util.spec_from_file_location("task_results", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration", "task_results.py"))
+tr = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(tr)
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(dict(play="p", path="t.yml:%d" % i, action="a", host=h, task=t, status=s))
+                            + "\n" for i, (h, t, s) in enumerate(rows)))
+    return str(path)
+
+
+def test_the_same_tasks_with_the_same_statuses_agree(tmp_path):
+    rows = [("a", "one", "changed"), ("b", "one", "ok"), ("a", "two", "skipped")]
+    assert tr.differences(tr.read(write(tmp_path / "c", rows)), tr.read(write(tmp_path / "r", rows))) == []
+
+
+def test_two_tasks_that_differ_in_opposite_directions_are_both_found(tmp_path):
+    """The recap's counts would be equal: one task changed only in check mode, another only in the real run."""
+    check = write(tmp_path / "c", [("a", "one", "changed"), ("a", "two", "ok")])
+    real = write(tmp_path / "r", [("a", "one", "ok"), ("a", "two", "changed")])
+    found = tr.differences(tr.read(check), tr.read(real))
+    assert found == ["a:", "  -p | t.yml:0 | one: changed", "  -p | t.yml:1 | two: ok", "  +p | t.yml:0 | one: ok",
+                     "  +p | t.yml:1 | two: changed"]
+
+
+def test_a_task_only_one_run_reported_and_a_host_only_one_run_reached_are_found(tmp_path):
+    check = write(tmp_path / "c", [("a", "one", "ok")])
+    real = write(tmp_path / "r", [("a", "one", "ok"), ("a", "extra", "ok"), ("b", "one", "ok")])
+    found = tr.differences(tr.read(check), tr.read(real))
+    assert "  +p | t.yml:1 | extra: ok" in found and "b:" in found and "  +p | t.yml:2 | one: ok" in found
+
+
+def test_a_first_run_must_change_each_task_on_every_host_of_its_group_and_its_children(tmp_path):
+    inventory = {"etcd": {"hosts": ["e1"], "children": ["etcd_kubeadm"]}, "etcd_kubeadm": {"hosts": ["k1"]}}
+    expected = [{"group": "etcd", "task": "move", "why": "the SSD"}, {"group": "none", "task": "x", "why": "y"}]
+    real = tr.read(write(tmp_path / "r", [("e1", "move", "changed"), ("k1", "move", "ok")]))
+    assert tr.missing(real, expected, inventory) == ["k1: 'move' was ok, not changed (the SSD)",
+                                                     "none: no host in the inventory"]
