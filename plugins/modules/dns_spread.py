@@ -15,8 +15,7 @@ short_description: Spread the cluster DNS Deployment's pods over hosts (pod anti
 version_added: "0.5.0"
 description:
   - Runs where the Kubernetes Python client is (the controller, with C(delegate_to=localhost)) and talks to the API
-    server in one process, where a role had a C(kubernetes.core.k8s_info) per kind, a Jinja C(set_fact), an
-    C(assert) and a C(kubernetes.core.k8s) per object.
+    server in one process.
   - Reads the Deployment and every Node (in pages of O(page_size); only the count of Nodes its pods may run on leaves
     the module, so a 2,500-node cluster's Node list never passes through Ansible's results and variables).
   - Decides the rule as the C(kubescale.tuning.dns_spread_plan) filter does (the same code) - required anti-affinity

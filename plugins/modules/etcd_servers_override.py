@@ -14,9 +14,7 @@ module: etcd_servers_override
 short_description: Wire kube-apiserver's --etcd-servers-overrides for one resource, once its servers answer healthy
 version_added: "0.5.0"
 description:
-  - In one call on a control plane node, where a role had a C(stat) of each file, two reads, a C(uri) per server,
-    two C(set_fact), two C(assert) and two writes.
-  - Reads kube-apiserver's static pod manifest (O(manifest)) and, with O(kubeadm), the ClusterConfiguration kubeadm
+  - Runs on a control plane node. Reads kube-apiserver's static pod manifest (O(manifest)) and, with O(kubeadm), the ClusterConfiguration kubeadm
     renders it from (a file on the node, kubeadm's record in the cluster); sets O(resource) to O(servers) in
     C(--etcd-servers-overrides) (the other resources' overrides kept) in the manifest's container command and in
     C(apiServer.extraArgs).

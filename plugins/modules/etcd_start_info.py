@@ -14,8 +14,8 @@ module: etcd_start_info
 short_description: Read how an etcd member this collection runs starts - its binary, data, last fact and SSD marker
 version_added: "0.5.0"
 description:
-  - Read-only, in one call, where a role had a C(stat) of the binary, a C(stat) of the data, a C(slurp) of the last
-    run's fact, a C(slurp) of the local SSD's wipe marker and a C(set_fact) deciding from them.
+  - Read-only. Reads, in one call, the member's binary, its data directory, the last run's fact and the local SSD's
+    wipe marker.
   - Fails, saying nothing was changed and naming O(binary_variable), when O(binary) is not an executable.
   - Decides whether the data was wiped (the wipe marker changed since the last run recorded it), whether the member
     is re-added through a peer (no data, a fact recorded, other members) or starts a brand-new cluster (no data and
