@@ -60,14 +60,6 @@ def etcd_bytes_error(value):
     return ""
 
 
-def etcd_servers_overrides(existing, resource, servers):
-    """kube-apiserver's --etcd-servers-overrides with `resource` (e.g. /events) on `servers`, the others kept."""
-    try:
-        return _pod.merge_overrides(existing or "", resource, list(servers))
-    except _pod.PodError as exc:
-        raise AnsibleFilterError("etcd_servers_overrides: %s" % exc) from exc
-
-
 def etcd_overrides_servers(existing, resource):
     """The servers --etcd-servers-overrides names for `resource` (e.g. /events); [] when it names none."""
     try:
@@ -79,13 +71,7 @@ def etcd_overrides_servers(existing, resource):
     return []
 
 
-def etcd_health_failures(answers):
-    """`url: why` for each etcd /health answer (ansible.builtin.uri loop results) that is not healthy."""
-    return _etcd.health_failures(list(answers or []))
-
-
 class FilterModule(object):
     def filters(self):
         return {"etcd_bytes": etcd_bytes, "etcd_bytes_error": etcd_bytes_error,
-                "etcd_servers_overrides": etcd_servers_overrides, "etcd_overrides_servers": etcd_overrides_servers,
-                "etcd_health_failures": etcd_health_failures}
+                "etcd_overrides_servers": etcd_overrides_servers}

@@ -49,12 +49,6 @@ def from_toml(text):
         raise AnsibleFilterError("from_toml: %s" % exc) from exc
 
 
-def to_toml(data):
-    if not isinstance(data, dict):
-        raise AnsibleFilterError("to_toml: needs a mapping, not %s" % type(data).__name__)
-    return _toml.dumps(data)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"from_toml": from_toml, "to_toml": to_toml}
+        return {"from_toml": from_toml}

@@ -18,7 +18,7 @@ description:
     server in one process.
   - Reads the Deployment and every Node (in pages of O(page_size); only the count of Nodes its pods may run on leaves
     the module, so a 2,500-node cluster's Node list never passes through Ansible's results and variables).
-  - Decides the rule as the C(kubescale.tuning.dns_spread_plan) filter does (the same code) - required anti-affinity
+  - Decides the rule - required anti-affinity
     on C(kubernetes.io/hostname) when every replica fits on a node of its own, else preferred - and sends the
     strategic merge patch that sets it, every other affinity term, constraint and field kept.
   - With O(pdb), a C(policy/v1) PodDisruptionBudget of the Deployment's name that keeps at most
@@ -131,7 +131,7 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: The rule, the replica count, the Nodes the pods may run on, the Deployment's selector, and the strategic
-    merge patch of the Deployment (as the C(kubescale.tuning.dns_spread_plan) filter returns them).
+    merge patch of the Deployment.
   returned: when the Deployment exists
   type: dict
   sample: {"rule": "required", "replicas": 2, "schedulable": 50, "selector": {"k8s-app": "kube-dns"}, "patch": {}}

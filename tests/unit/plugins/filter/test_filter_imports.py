@@ -26,8 +26,8 @@ print(json.dumps(dict(found=found, loaded=loaded, called=called,
 
 
 def test_finding_a_filter_loads_the_filter_files_but_none_of_their_code_until_it_is_called():
-    names = ["kubescale.tuning.%s" % n for n in ("url_errors", "x509_due", "to_toml", "etcd_bytes", "apf_errors",
-                                                 "dns_spread_pdb")]
+    names = ["kubescale.tuning.%s" % n for n in ("url_errors", "x509_due", "from_toml", "etcd_bytes", "apf_errors",
+                                                 "etcd_overrides_servers")]
     out = subprocess.run([sys.executable, "-c", PROBE, LINK_ROOT] + names, capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=LINK_ROOT))
     got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -38,7 +38,7 @@ def test_finding_a_filter_loads_the_filter_files_but_none_of_their_code_until_it
             "ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy")
     assert [m for m in got["loaded"] if not m.startswith(filters) and m not in lazy] == [], "imported with the filter files"
     assert sorted(m for m in got["loaded"] if m.startswith(filters + ".")) == [
-        filters + "." + f for f in ("apf_objects", "dns_spread_plan", "etcd", "image_ref", "toml", "x509")]
+        filters + "." + f for f in ("apf_objects", "etcd", "image_ref", "toml", "x509")]
     # a filter called imports its code then
     assert got["called"] == "docker.io/library/pause:3.9"
     assert got["after"] == ["ansible_collections.kubescale.tuning.plugins.module_utils._image_archive"]

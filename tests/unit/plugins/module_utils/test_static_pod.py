@@ -1,9 +1,8 @@
 """Static pod flags and kube-apiserver's --etcd-servers-overrides as data."""
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_overrides_servers, etcd_servers_overrides
+from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_overrides_servers
 from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod as p
 
 ARGV = ["kube-apiserver", "--advertise-address=10.0.0.4", "--etcd-servers=https://10.0.0.5:2379",
@@ -58,7 +57,6 @@ def test_find_container():
 ])
 def test_overrides_merge(existing, want):
     assert p.merge_overrides(existing, "/events", ["https://e1:2383", "https://e2:2383"]) == want
-    assert etcd_servers_overrides(existing, "/events", ["https://e1:2383", "https://e2:2383"]) == want
     # merging again changes nothing
     assert p.merge_overrides(want, "/events", ["https://e1:2383", "https://e2:2383"]) == want
 
@@ -72,8 +70,6 @@ def test_overrides_merge(existing, want):
 def test_overrides_refused(existing, resource, servers):
     with pytest.raises(p.PodError):
         p.merge_overrides(existing, resource, servers)
-    with pytest.raises(AnsibleFilterError):
-        etcd_servers_overrides(existing, resource, servers)
 
 
 ETCD_POD = {
