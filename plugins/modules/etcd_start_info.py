@@ -113,6 +113,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_guard import has_data
 from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_member import start_plan
 
 
@@ -142,7 +143,7 @@ def main():
         if rc != 0:
             module.fail_json(msg="cannot ask systemd about %s: %s. Nothing was changed." % (p["unit"], err.strip()))
     try:
-        plan = start_plan(os.path.exists(os.path.join(p["data_dir"], "member")), read_text(p["fact"]),
+        plan = start_plan(has_data(p["data_dir"]), read_text(p["fact"]),
                           read_text(p["marker"]), p["members"], unit_show)
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read %s: %s. Nothing was changed." % (getattr(exc, "filename", ""), exc))

@@ -259,6 +259,25 @@ def test_a_wiped_member_rejoins_and_resyncs(cluster):
     assert again.returncode == 0 and recap(again, "etcd-2")["changed"] == 0, again.stdout[-3000:]
 
 
+def test_existing_left_by_a_run_that_died_inside_a_rejoin_is_set_back_to_new(cluster):
+    # The controller killed between "join the existing cluster" and "back to new": the member runs on its data, but at
+    # the next wipe it would start under its old ID with an empty raft log. The next run reads it from the file.
+    env = "/etc/default/etcd"
+    node("etcd-2", "sh", "-c", "sed -i '/^ETCD_INITIAL_CLUSTER_STATE=/d' %s && echo 'ETCD_INITIAL_CLUSTER_STATE=\"existing\"' >> %s"
+         % (env, env))
+    assert 'ETCD_INITIAL_CLUSTER_STATE="existing"' in node("etcd-2", "cat", env).stdout
+    check = playbook("playbooks/etcd.yml", "-l", "etcd-2", "--check", "--diff")
+    assert check.returncode == 0 and recap(check, "etcd-2")["changed"] == 1, check.stdout[-3000:]
+    assert re.search(r"changed: \[etcd-2\]", check.stdout.split("left existing]")[1].split("TASK [")[0])
+    assert 'ETCD_INITIAL_CLUSTER_STATE="existing"' in node("etcd-2", "cat", env).stdout
+    proc = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+    assert proc.returncode == 0 and recap(proc, "etcd-2")["changed"] == 1, proc.stdout[-3000:]
+    assert 'ETCD_INITIAL_CLUSTER_STATE="new"' in node("etcd-2", "cat", env).stdout
+    assert len(keys_on("etcd-2")) == KEYS
+    again = playbook("playbooks/etcd.yml", "-l", "etcd-2")
+    assert again.returncode == 0 and recap(again, "etcd-2")["changed"] == 0, again.stdout[-3000:]
+
+
 def test_rejoin_is_refused_when_it_would_lose_quorum(cluster):
     node("etcd-3", "systemctl", "stop", "etcd")
     try:

@@ -9,10 +9,11 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 import yaml
-from kube import kubectl
+from kube import kubectl, wait_for
 from labnode import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -224,14 +225,39 @@ def test_bad_input_changes_nothing(play, extra, message):
     assert re.search(r"%s\s+: ok=\d+\s+changed=0 " % host, proc.stdout)
 
 
+DATA = "/mnt/local-ssd/etcd-events"
+
+
+def redeploy(host):
+    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", host, "--disk", "blank"], cwd=REPO,
+                   check=True, capture_output=True)
+
+
+def stays_down_refused(host):
+    """After a wipe the member's guard refused it at boot - etcd never ran on the empty disk under its old ID - and
+    its unit is not restarted: it stays down until a run re-adds it."""
+    def refused():
+        show = node(host, "systemctl", "show", "-p", "ActiveState", "-p", "ExecMainStatus", "-p", "NRestarts",
+                    "etcd-events", check=False).stdout.split()
+        return show if "ActiveState=failed" in show else None
+    show = wait_for("%s's etcd-events to be refused by its guard" % host, refused, timeout=180)
+    assert "ExecMainStatus=78" in show and "NRestarts=0" in show, show
+    journal = node(host, "journalctl", "-b", "-u", "etcd-events", "--no-pager", check=False).stdout
+    assert "etcd-guard: refusing to start: %s holds no data" % DATA in journal, journal[-2000:]
+    assert node(host, "test", "-e", DATA + "/member", check=False).returncode != 0
+    time.sleep(6)  # longer than the unit's RestartSec: still down, not restarted
+    assert node(host, "systemctl", "is-active", "etcd-events", check=False).stdout.strip() == "failed"
+
+
 def test_a_wiped_events_member_starts_over_and_serves_again():
-    # A member whose SSD a redeploy wiped: at boot its unit finds an empty disk. A lone member starts over (Events are
-    # short-lived: the API server writes them again); one of several is re-added through its peers and resyncs.
+    # A member whose SSD a redeploy wiped: at boot its unit finds an empty disk and its guard refuses it. A lone
+    # member starts over (Events are short-lived: the API server writes them again); one of several is re-added
+    # through its peers and resyncs.
     members = events_members()
     wiped = members[-1]
     assert apiserver_etcdctl("put", "/registry/events/default/before-wipe", "kept").returncode == 0
-    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", wiped, "--disk", "blank"], cwd=REPO,
-                   check=True, capture_output=True)
+    redeploy(wiped)
+    stays_down_refused(wiped)
     proc = playbook("playbooks/etcd_events.yml", "-l", wiped)
     assert proc.returncode == 0, proc.stdout[-3000:]
     readd = proc.stdout.split("Re-add the member through a healthy peer")[1].split("TASK [")[0]
@@ -249,6 +275,39 @@ def test_a_wiped_events_member_starts_over_and_serves_again():
         again.stdout[-3000:]
     wired = playbook("tests/integration/events_role.yml", "-l", "cp-1")
     assert wired.returncode == 0 and re.search(r"cp-1\s+: ok=\d+\s+changed=0 ", wired.stdout), wired.stdout[-3000:]
+    # the admission served once: the unit removed it when etcd was ready
+    assert node(wiped, "test", "-e", DATA + ".admitted", check=False).returncode != 0
+
+
+def test_a_member_wiped_again_between_its_re_add_and_its_start_stays_down_until_a_run_adds_it_again():
+    # A run that died after re-adding a wiped member and admitting it, before the member started: the admission is on
+    # the SSD, so another wipe takes it along, and the member stays down under both IDs - the old one whose log is
+    # gone and the new, never-started one - until a run removes the stale entry and adds it again.
+    members = events_members()
+    assert len(members) >= 3, members
+    wiped = members[0]
+    peers = [u for m, u in zip(members, events_urls()) if m != wiped]
+    assert apiserver_etcdctl("put", "/registry/events/default/before-second-wipe", "kept").returncode == 0
+    redeploy(wiped)
+    stays_down_refused(wiped)
+    pki = "/etc/kubescale/etcd-events/pki"
+    args = ("state=rejoined name=%s peer_urls=https://%s:2384 endpoints=%s cacert=%s/ca.crt cert=%s/member.crt "
+            "key=%s/member.key" % (wiped, lab_ip(wiped), ",".join(peers), pki, pki, pki))
+    readd = subprocess.run(["ansible", wiped, "-i", HOSTS, "-b", "-m", "kubescale.tuning.etcd_cluster", "-a", args],
+                           cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
+    assert readd.returncode == 0 and '"readded": true' in readd.stdout, readd.stdout[-3000:]
+    node(wiped, "sh", "-c", "echo existing > %s.admitted" % DATA)  # as the role's next step writes it
+    redeploy(wiped)
+    stays_down_refused(wiped)
+    listed = apiserver_etcdctl("member", "list", "-w", "json", url=",".join(peers)).stdout
+    assert len(json.loads(listed)["members"]) == len(members)  # the nameless, never-started entry
+    proc = playbook("playbooks/etcd_events.yml", "-l", wiped)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    own = apiserver_etcdctl("get", "/registry/events/default/before-second-wipe", "--print-value-only",
+                            "--consistency=s", url="https://%s:2383" % lab_ip(wiped))
+    assert own.stdout.strip() == "kept", own.stderr
+    listed = apiserver_etcdctl("member", "list").stdout
+    assert listed.count(", started, ") == len(members), listed
 
 
 def test_a_member_changed_behind_the_runs_back_is_caught():
