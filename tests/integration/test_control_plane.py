@@ -275,15 +275,21 @@ def kubelet_check(bins, path, cgroup2=True):
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
-def test_the_kubelets_own_validation_accepts_what_kubelet_pulls_wrote(bins, tmp_path):
-    config = node("cpu-1", "cat", "/var/lib/kubelet/config.yaml").stdout
+@pytest.mark.parametrize("host,limit", [("cpu-1", None), ("gpu-1", 4)])
+def test_the_kubelets_own_validation_accepts_what_kubelet_pulls_wrote(bins, tmp_path, host, limit):
+    """The CPU class pulls without a limit (the kubelet's default: none), the GPU class at most 4 at once
+    (inventories/lab/group_vars/kube_node_gpu.yml): the kubelet reads each as written."""
+    config = node(host, "cat", "/var/lib/kubelet/config.yaml").stdout
     path = tmp_path / "config.yaml"
     path.write_text(config)
     proc = kubelet_check(bins, path)
     assert proc.returncode == 0, proc.stderr
     got, wrote = json.loads(proc.stdout), yaml.safe_load(config)
     assert got["serializeImagePulls"] is False and wrote["serializeImagePulls"] is False
-    assert got["maxParallelImagePulls"] == wrote.get("maxParallelImagePulls")
+    assert wrote.get("maxParallelImagePulls") == limit
+    assert got.get("maxParallelImagePulls") == limit
+    if host != "cpu-1":
+        return
     # the combination the kubelet refuses (and so does kubelet_pulls, before writing)
     bad = dict(wrote, serializeImagePulls=True, maxParallelImagePulls=5)
     path.write_text(yaml.safe_dump(bad))

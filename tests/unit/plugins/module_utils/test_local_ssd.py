@@ -138,9 +138,23 @@ def test_device_named_differently_in_a_container_is_found_by_number(tmp_path):
         L.check_not_in_use(L.Disks(root), "/dev/sdb", "/mnt/local-ssd")
 
 
-def test_other_partition_of_the_disk_mounted_is_refused(azure):
-    mknod(azure, "/dev/sdb2", (8, 18))
-    mountinfo(azure, [(SDA1, "/", "/dev/sda1"), ((8, 17), "/mnt/local-ssd", "/dev/sdb1")])
+def test_other_partition_of_the_disk_mounted_is_refused(tmp_path):
+    # sdb1 is the one asked for; sdb2, on the same disk, holds a filesystem mounted elsewhere: formatting would take it
+    root = str(tmp_path)
+    for dev, num in (("/dev/sda", SDA), ("/dev/sda1", SDA1), ("/dev/sdb", SDB), ("/dev/sdb1", SDB1),
+                     ("/dev/sdb2", (8, 18))):
+        mknod(root, dev, num)
+    sysfs(root, "sda", SDA, ["sda1"])
+    sysfs(root, "sdb", SDB, ["sdb1", "sdb2"])
+    mountinfo(root, [(SDA1, "/", "/dev/sda1"), ((8, 18), "/srv/other", "/dev/sdb2")])
+    for asked in ("/dev/sdb1", "/dev/sdb"):
+        with pytest.raises(L.SsdError, match=r"%s \(or another partition of its disk\) holds a filesystem mounted at "
+                                             r"/srv/other" % asked):
+            L.check_not_in_use(L.Disks(root), asked, "/mnt/local-ssd")
+
+
+def test_ours_mounted_at_our_mount_point_is_fine(azure):
+    mountinfo(azure, [(SDA1, "/", "/dev/sda1"), (SDB1, "/mnt/local-ssd", "/dev/sdb1")])
     L.check_not_in_use(L.Disks(azure), "/dev/sdb1", "/mnt/local-ssd")
 
 
