@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import json
 import re
+from collections import namedtuple
 
 DEFAULT_QUOTA = 2 * 1024 ** 3
 # etcd's documentation: "8 GiB is a suggested maximum size for normal environments".
@@ -278,24 +279,20 @@ def initial_cluster(members, name, peer_urls):
     return ",".join(pairs)
 
 
-def health_failures(answers):
-    """`url: why` for each answer to GET <client URL>/health that is not etcd's healthy {"health": "true"}.
+class HealthAnswer(namedtuple("HealthAnswer", "url status body error")):
+    """One answer to GET <client URL>/health: the HTTP status (-1 when none came), the body, and why there was no
+    healthy answer when the request itself failed (the error, with etcd's body when it sent one)."""
 
-    `answers` are ansible.builtin.uri loop results (item = the client URL; status, content, msg).
-    """
-    failures = []
-    for answer in answers:
-        url = answer.get("item")
-        status = answer.get("status")
-        if status != 200:
-            failures.append("%s: %s" % (url, answer.get("msg") or "no answer (status %s)" % status))
-            continue
-        try:
-            body = json.loads(answer.get("content") or "")
-        except ValueError:
-            failures.append("%s: /health answered %r, not JSON" % (url, (answer.get("content") or "")[:80]))
-            continue
-        if not isinstance(body, dict) or str(body.get("health")).lower() != "true":
-            failures.append("%s: unhealthy (%s)" % (url, body.get("reason") if isinstance(body, dict) and
-                                                    body.get("reason") else json.dumps(body)))
-    return failures
+
+def health_failure(answer):
+    """'' when `answer` is etcd's healthy {"health": "true"}, else `url: why`."""
+    if answer.status != 200:
+        return "%s: %s" % (answer.url, answer.error or "no answer (status %s)" % answer.status)
+    try:
+        body = json.loads(answer.body or "")
+    except ValueError:
+        return "%s: /health answered %r, not JSON" % (answer.url, (answer.body or "")[:80])
+    if not isinstance(body, dict) or str(body.get("health")).lower() != "true":
+        return "%s: unhealthy (%s)" % (answer.url, body.get("reason") if isinstance(body, dict) and body.get("reason")
+                                       else json.dumps(body))
+    return ""

@@ -99,8 +99,3 @@ def plan(yaml, manifest_text, container_name, kubeadm_text, resource, servers, t
     if missing:
         raise WireError("tls_without_manifest: give %s" % ", ".join(missing))
     return out
-
-
-def health_answer(url, status, content, msg):
-    """One GET <url>/health answer in the shape _etcd.health_failures reads (ansible.builtin.uri's loop results)."""
-    return dict(item=url, status=status, content=content, msg=msg)

@@ -154,12 +154,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import health_failures
+from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import HealthAnswer, health_failure
 from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_override import (
     ARG,
     FLAG,
     WireError,
-    health_answer,
     kubeadm_edit,
     plan,
 )
@@ -187,11 +186,11 @@ def container_argv(pod, name):
 
 
 def ask(url, tls, timeout):
-    """GET <url>/health with the client certificate, as one answer for health_failures."""
+    """GET <url>/health with the client certificate: its HealthAnswer."""
     try:
         resp = open_url(url.rstrip("/") + "/health", timeout=timeout, ca_path=tls["--etcd-cafile"],
                         client_cert=tls["--etcd-certfile"], client_key=tls["--etcd-keyfile"], use_proxy=False)
-        return health_answer(url, resp.getcode(), resp.read().decode("utf-8", "replace"), "")
+        return HealthAnswer(url, resp.getcode(), resp.read().decode("utf-8", "replace"), "")
     except Exception as exc:  # any failure to get an answer is the server's answer: not healthy
         body = ""
         try:  # an HTTP error's body: etcd's {"health":"false","reason":...}
@@ -199,7 +198,7 @@ def ask(url, tls, timeout):
         except Exception:  # a body that cannot be read: the status alone
             body = ""
         why = "%s" % (getattr(exc, "reason", None) or exc)
-        return health_answer(url, getattr(exc, "code", -1), "", why + (" (%s)" % body if body else ""))
+        return HealthAnswer(url, getattr(exc, "code", -1), "", why + (" (%s)" % body if body else ""))
 
 
 def main():
@@ -250,7 +249,7 @@ def main():
     except WireError as exc:
         module.fail_json(msg="%s: %s. %s." % (manifest if manifest_text is not None else kubeadm, exc, left))
     tls = wire["tls"]
-    unhealthy = health_failures([ask(url, tls, p["timeout"]) for url in p["servers"]])
+    unhealthy = [why for why in (health_failure(ask(url, tls, p["timeout"])) for url in p["servers"]) if why]
     if unhealthy and not module.check_mode:
         module.fail_json(msg="%s does not answer healthy from this node with kube-apiserver's etcd client certificate "
                              "(%s): %s. %s. %s" % (p["what"], tls["--etcd-certfile"], "; ".join(unhealthy), left,

@@ -165,19 +165,19 @@ def test_alarm_disarm_argv_and_failure():
     assert calls[1][1] == "--endpoints=https://b:2379"
 
 
-def test_health_failures_reads_each_uri_answer():
-    from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import health_failures
+def test_health_failure_reads_each_answer():
+    from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import HealthAnswer, health_failure
     answers = [
-        {"item": "https://a:2383", "status": 200, "content": '{"health":"true","reason":""}'},
-        {"item": "https://b:2383", "status": 503, "content": '{"health":"false","reason":"RAFT NO LEADER"}'},
-        {"item": "https://c:2383", "status": -1, "msg": "Status code was -1: Connection refused"},
-        {"item": "https://d:2383", "status": 200, "content": '{"health":"false","reason":"NOSPACE"}'},
-        {"item": "https://e:2383", "status": 200, "content": "<html>"},
+        HealthAnswer("https://a:2383", 200, '{"health":"true","reason":""}', ""),
+        HealthAnswer("https://b:2383", 503, '{"health":"false","reason":"RAFT NO LEADER"}', ""),
+        HealthAnswer("https://c:2383", -1, "", "Connection refused"),
+        HealthAnswer("https://d:2383", 200, '{"health":"false","reason":"NOSPACE"}', ""),
+        HealthAnswer("https://e:2383", 200, "<html>", ""),
     ]
-    assert health_failures(answers) == [
+    assert [health_failure(a) for a in answers] == [
+        "",
         "https://b:2383: no answer (status 503)",
-        "https://c:2383: Status code was -1: Connection refused",
+        "https://c:2383: Connection refused",
         "https://d:2383: unhealthy (NOSPACE)",
         "https://e:2383: /health answered '<html>', not JSON",
     ]
-    assert health_failures(answers[:1]) == []
