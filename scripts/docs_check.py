@@ -30,8 +30,8 @@ def problems(path, text):
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         for match in COMMIT.finditer(line):
-            out.append("%s:%d: a commit hash (%s): name what it was, or put it in the changelog" % (rel, number,
-                                                                                              match.group(0)))
+            out.append("%s:%d: a commit hash (%s): name what it was, or put it in the changelog"
+                       % (rel, number, match.group(0)))
         if HISTORY.search(line):
             out.append("%s:%d: 'this session' is history, not a user's doc" % (rel, number))
     return out

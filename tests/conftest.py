@@ -48,8 +48,8 @@ def pytest_terminal_summary(terminalreporter):
     allowed = allowed_skips()
     terminalreporter.section("skips (tests/skips_allowed.yml)")
     for nodeid, reason in _SKIPS:
-        terminalreporter.line("%s %s: %s" % ("allowed" if is_allowed(nodeid, allowed) else "NOT ALLOWED", nodeid,
-                                              reason))
+        verdict = "allowed" if is_allowed(nodeid, allowed) else "NOT ALLOWED"
+        terminalreporter.line("%s %s: %s" % (verdict, nodeid, reason))
     unallowed = sum(1 for n, _r in _SKIPS if not is_allowed(n, allowed))
     if unallowed:
         terminalreporter.line("%d skipped test(s) not on the allow-list: the run fails" % unallowed, red=True)

@@ -63,8 +63,8 @@ def missing(real, expected, inventory):
         for host in sorted(hosts):
             statuses = [s for _p, _path, task, s in real.get(host, []) if task == entry["task"]]
             if "changed" not in statuses:
-                out.append("%s: %r was %s, not changed (%s)" % (host, entry["task"], "/".join(statuses) or "not run",
-                                                              entry["why"]))
+                seen = "/".join(statuses) or "not run"
+                out.append("%s: %r was %s, not changed (%s)" % (host, entry["task"], seen, entry["why"]))
     return out
 
 

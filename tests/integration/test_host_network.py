@@ -28,8 +28,8 @@ def test_the_example_runs_on_the_hosts_network_one_pod_per_node():
         doc = yaml.safe_load(f)
     spec = doc["spec"]["template"]["spec"]
     assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
-    nodes = json.loads(kubectl("get", "nodes", "-l", "type=kwok,kubescale.io/node-class=kube_node_cpu", "-o",
-                                  "json").stdout)["items"][:3]
+    listed = kubectl("get", "nodes", "-l", "type=kwok,kubescale.io/node-class=kube_node_cpu", "-o", "json").stdout
+    nodes = json.loads(listed)["items"][:3]
     assert len(nodes) == 3
     names = sorted(n["metadata"]["name"] for n in nodes)
     address = dict((n["metadata"]["name"], [a["address"] for a in n["status"]["addresses"]

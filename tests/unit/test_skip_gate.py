@@ -27,4 +27,3 @@ def test_the_allow_list_needs_a_reason_for_each_entry(tmp_path):
         gate.allowed_skips(str(path))
     path.write_text("- {test: tests/a.py, reason: needs a GPU}\n")
     assert gate.allowed_skips(str(path)) == {"tests/a.py": "needs a GPU"}
-
