@@ -1,5 +1,6 @@
-"""Keep the user docs for users: README.md within its size, and no history in README.md, docs/ or the roles' READMEs
-(commit hashes, "this session"). History goes in changelog fragments and commit messages.
+"""Keep the user docs for users: README.md within its size, no table cell too long to read, and no history in
+README.md, docs/ or the roles' READMEs (commit hashes, "this session"). History goes in changelog fragments and
+commit messages.
 
     python3 scripts/docs_check.py   # exit 1 naming each file, line and what it found
 
@@ -16,6 +17,7 @@ README_MAX_BYTES = 16 * 1024
 # or a word such as "deadbee"... with no digit, is not one)
 COMMIT = re.compile(r"(?<![0-9A-Za-z_./:-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![0-9A-Za-z_-])")
 HISTORY = re.compile(r"\bthis session\b", re.IGNORECASE)
+CELL_MAX = 300  # characters in one table cell
 
 
 def docs():
@@ -34,6 +36,11 @@ def problems(path, text):
                        % (rel, number, match.group(0)))
         if HISTORY.search(line):
             out.append("%s:%d: 'this session' is history, not a user's doc" % (rel, number))
+        if line.startswith("|"):
+            longest = max(len(c.strip()) for c in line.strip().strip("|").split(" | "))
+            if longest > CELL_MAX:
+                out.append("%s:%d: a table cell of %d characters (at most %d): make it a paragraph or a list"
+                           % (rel, number, longest, CELL_MAX))
     return out
 
 

@@ -59,20 +59,26 @@ def literal(value):
     return "`%s`" % value
 
 
-def option_rows(options, prefix=""):
+def option_rows(options, indent=""):
+    """One list item per variable (sub-options nested under it): its name, type, whether required, default and
+    choices, then its description - a list, not a table, so a long description stays readable."""
     rows = []
     for name in sorted(options):
         spec = options[name] or {}
         kind = spec.get("type", "str")
         if spec.get("elements"):
             kind = "%s of %s" % (kind, spec["elements"])
-        default = "" if spec.get("required") else literal(spec.get("default"))
-        choices = ", ".join(literal(c) for c in spec.get("choices") or [])
+        facts = [kind]
+        if spec.get("required"):
+            facts.append("required")
+        elif spec.get("default") is not None:
+            facts.append("default %s" % literal(spec.get("default")))
+        if spec.get("choices"):
+            facts.append("one of %s" % ", ".join(literal(c) for c in spec["choices"]))
         text = " ".join(paragraphs(spec.get("description")))
-        rows.append("| `%s%s` | %s | %s | %s | %s | %s |" % (
-            prefix, name, kind, "yes" if spec.get("required") else "", cell(default), cell(choices), cell(text)))
+        rows.append("%s- `%s` (%s): %s" % (indent, name, "; ".join(facts), text))
         if spec.get("options"):
-            rows += option_rows(spec["options"], prefix="%s%s." % (prefix, name))
+            rows += option_rows(spec["options"], indent=indent + "  ")
     return rows
 
 
@@ -94,8 +100,6 @@ def render(role, specs):
                     "    tasks_from: %s" % entry, "```", ""]
         options = spec.get("options") or {}
         if options:
-            out += ["| variable | type | required | default | choices | description |",
-                    "| --- | --- | --- | --- | --- | --- |"]
             out += option_rows(options)
             out.append("")
         else:

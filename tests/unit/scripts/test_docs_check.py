@@ -26,5 +26,11 @@ def test_session_history_is_found():
     assert found("measured in This session") == ["'this session' is history, not a user's doc"]
 
 
+def test_a_table_cell_over_300_characters_is_found():
+    assert found("| a | %s |" % ("x" * 300)) == []
+    assert found("| a | %s |" % ("x" * 301)) == [
+        "a table cell of 301 characters (at most 300): make it a paragraph or a list"]
+
+
 def test_the_tree_passes():
     assert docs_check.main() == 0

@@ -28,12 +28,12 @@ def test_render_lists_every_option_sorted_with_its_spec():
     lines = text.splitlines()
     assert lines[0] == role_docs.HEADER and "# kubescale.tuning.r" in lines
     assert "Do `one` thing" in lines and "First *para*." in lines and "Second **one**." in lines
-    rows = [line for line in lines if line.startswith("| `")]
+    rows = [line for line in lines if line.lstrip().startswith("- `")]
     assert rows == [
-        "| `r_a` | str | yes |  | `p`, `q` | Pick. |",
-        "| `r_b` | list of str |  | `[x]` |  | List \\| pipe. |",
-        "| `r_c` | dict |  | `{}` |  | Map. |",
-        "| `r_c.k` | bool |  | `false` |  | Sub. |",
+        "- `r_a` (str; required; one of `p`, `q`): Pick.",
+        "- `r_b` (list of str; default `[x]`): List | pipe.",
+        "- `r_c` (dict; default `{}`): Map.",
+        "  - `k` (bool; default `false`): Sub.",
     ]
     assert "## Entry point `extra`" in lines and "    tasks_from: extra" in lines and "No variables." in lines
 
