@@ -116,6 +116,8 @@ bench: deps
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
 	$(PYTHON) bench/audit.py
 	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
+	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 20 --first-sizes '' --out bench/fleet_workers_n20
+	$(PYTHON) bench/fleet.py --classes etcd_events,etcd --sizes 1,2,3 --first-sizes '' --baseline 614c592 --out bench/fleet_clusters
 	$(PYTHON) bench/fleet.py --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline 9bec3b7 --out bench/fleet_control_plane_ha
 	$(PYTHON) bench/dns_spread_nodes.py --nodes 50,500,2500 --rounds 3 --baseline 9bec3b7
 	$(PYTHON) bench/binpack.py --nodes 1000 --rounds 2
