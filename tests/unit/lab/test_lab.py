@@ -200,3 +200,35 @@ def test_a_shown_command_never_writes_to_stdout(capfd):
     common.run(["sh", "-c", "echo I: Retrieving Packages; echo warn >&2"], capture=False)
     out, err = capfd.readouterr()
     assert out == "" and "I: Retrieving Packages" in err and "warn" in err
+
+
+def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_path, monkeypatch):
+    """kubeadm writes a manifest in place (kubeadm init phase etcd local): read empty or half-written it is no change
+    (the kubelet's file source keeps its pod when a changed file does not decode); a different pod restarts it."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
+    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    manifest = manifests / "etcd.yaml"
+    manifest.write_text("spec:\n  containers:\n  - command: [etcd, --data-dir=/mnt/local-ssd/etcd]\n")
+    digest = standin.read(str(manifest))[0]
+    unit = standin.unit_of("etcd.yaml")
+    calls = []
+    monkeypatch.setattr(standin, "loaded_units", lambda: {unit})
+    monkeypatch.setattr(standin, "unit_states", lambda units: {unit: ("active", digest, "")})
+    monkeypatch.setattr(standin, "stop_unit", lambda *a: calls.append(("stop",) + a))
+    monkeypatch.setattr(standin, "start_unit", lambda *a: calls.append(("start",) + a) or True)
+    pods = standin.Pods(str(manifests))
+    pods.sync()
+    assert calls == [] and "etcd.yaml" in pods.snapshot()
+    for partial in ("", "spec:\n  containers:\n  - command: [etc"):
+        manifest.write_text(partial)
+        pods.sync()
+        assert calls == [] and "etcd.yaml" in pods.snapshot()
+    manifest.write_text("spec:\n  containers:\n  - command: [etcd, --data-dir=/var/lib/etcd]\n")
+    pods.sync()
+    assert [c[0] for c in calls] == ["stop", "start"]
