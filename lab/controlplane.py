@@ -11,6 +11,7 @@ from then on. The binaries are links into the lab's build, so a rebuilt control 
 """
 
 import concurrent.futures
+import ipaddress
 import json
 import os
 import subprocess
@@ -37,6 +38,9 @@ NODE_SIZES = {
 KWOK_LEASE_SECONDS = 240
 NODE_INFO_FIELDS = ["machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
                     "kubeProxyVersion", "operatingSystem", "architecture", "kubeletVersion"]
+# Each fake Node's own InternalIP, as its VM's NIC has one in the cluster's subnet (kwok gives a hostNetwork pod its
+# node's): the CPU class from 10.240.0.0, the GPU class from 10.241.0.0 (65,534 a class).
+NODE_SUBNETS = {"kube_node_cpu": "10.240.0.0", "kube_node_gpu": "10.241.0.0"}
 KWOK_STAGES = ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"]
 
 
@@ -48,6 +52,17 @@ def kwok_counts():
     total = int(raw)
     gpu = total // 5
     return {"kube_node_cpu": total - gpu, "kube_node_gpu": gpu}
+
+
+def kwok_address(group, index):
+    """The InternalIP of the group's index-th fake Node."""
+    if not 1 <= index < 65535:
+        raise LabError("LAB_KWOK_NODES gives %s %d Nodes; its subnet has addresses for 65,534" % (group, index))
+    return str(ipaddress.IPv4Address(NODE_SUBNETS[group]) + index)
+
+
+def kwok_addresses(name, address):
+    return [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}]
 
 
 def kwok_node(group, index):
@@ -64,6 +79,7 @@ def kwok_node(group, index):
         # kwok reports its own version as the kubelet's unless told (kubeadm upgrade checks every kubelet's); the
         # fields left empty are kwok's to fill
         "status": {"capacity": dict(resources), "allocatable": dict(resources),
+                   "addresses": kwok_addresses(name, kwok_address(group, index)),
                    "nodeInfo": dict(dict.fromkeys(NODE_INFO_FIELDS, ""), operatingSystem="linux", architecture="amd64",
                                     kubeletVersion=k8s_version())},
     }
@@ -172,17 +188,23 @@ def ensure_kwok_nodes(build_dir, counts, timeout=600):
     want = kwok_nodes(counts)
     names = {n["metadata"]["name"] for n in want}
     listed = kubectl(build_dir, "get", "nodes", "-l", "type=kwok", "-o",
-                     "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion}{\"\\n\"}{end}").stdout
-    versions = dict((line.split() + [""])[:2] for line in listed.splitlines() if line.strip())
-    have = set(versions)
-    stale = sorted(n for n, v in versions.items() if n in names and v != k8s_version())
-    if stale:  # Nodes made before kwok was told the kubelet's version
-        patch = json.dumps({"status": {"nodeInfo": {"kubeletVersion": k8s_version()}}})
+                     "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} "
+                     "{.status.addresses[?(@.type==\"InternalIP\")].address}{\"\\n\"}{end}").stdout
+    seen = dict((f[0], f[1:]) for f in (line.split() + ["", ""] for line in listed.splitlines() if line.strip()))
+    have = set(seen)
+    status = dict((n["metadata"]["name"], n["status"]) for n in want)
+    # Nodes made before kwok was told the kubelet's version, or before each had its own address
+    stale = sorted(n for n, (version, address) in seen.items()
+                   if n in names and (version != k8s_version() or address != status[n]["addresses"][0]["address"]))
+    if stale:
+        def fix(chunk):
+            for n in chunk:
+                patch = {"status": {"nodeInfo": {"kubeletVersion": k8s_version()}, "addresses": status[n]["addresses"]}}
+                kubectl(build_dir, "patch", "node", n, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
         chunks = [stale[i::4] for i in range(4) if stale[i::4]]
         with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
-            list(pool.map(lambda chunk: [kubectl(build_dir, "patch", "node", n, "--subresource=status", "--type=merge",
-                                                 "-p", patch) for n in chunk], chunks))
-        log("set the kubelet version of %d kwok Nodes" % len(stale))
+            list(pool.map(fix, chunks))
+        log("set the kubelet version and address of %d kwok Nodes" % len(stale))
     missing = [n for n in want if n["metadata"]["name"] not in have]
     if missing:
         with tempfile.TemporaryDirectory() as d:

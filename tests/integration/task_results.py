@@ -10,20 +10,35 @@
 
 import difflib
 import json
+import re
 import sys
 
 import yaml
 
+# A task named "X (check mode...)" is X's twin for check mode: the roles do one step one way in check mode (systemd
+# cannot be asked about a unit not installed yet; the SSD is not mounted yet) and another way for real.
+TWIN = re.compile(r"\s*\(check mode\b[^)]*\)$")
+
 
 def read(path):
-    """{host: [(play, task path, task name, status), ...]} in the order the run reported them."""
+    """{host: [(play, task file, step, status), ...]} in the order the run reported them. A step is a task, or a task
+    and its check-mode twin right after it in the same file (TWIN): one step, whose status is the one of the two that
+    ran (skipped when neither did)."""
     out = {}
     with open(path) as f:
         for line in f:
-            if line.strip():
-                r = json.loads(line)
-                out.setdefault(r["host"], []).append((r["play"], r["path"], r["task"], r["status"]))
-    return out
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            key = (r["play"], r["path"].rsplit(":", 1)[0], TWIN.sub("", r["task"]))
+            twin = bool(TWIN.search(r["task"]))
+            steps = out.setdefault(r["host"], [])
+            if twin and steps and steps[-1][0] == key and not steps[-1][2]:
+                ran = steps[-1][1] if steps[-1][1] != "skipped" else r["status"]
+                steps[-1] = (key, ran, True)
+            else:
+                steps.append((key, r["status"], False))
+    return dict((h, [k + (status,) for k, status, _twin in steps]) for h, steps in out.items())
 
 
 def differences(check, real):

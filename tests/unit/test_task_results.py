@@ -11,7 +11,14 @@ _SPEC.loader.exec_module(tr)
 
 
 def write(path, rows):
-    path.write_text("".join(json.dumps(dict(play="p", path="t.yml:%d" % i, action="a", host=h, task=t, status=s))
+    path.write_text("".join(json.dumps(dict(play="p", path="t%d.yml:%d" % (i, i), action="a", host=h, task=t, status=s))
+                            + "\n" for i, (h, t, s) in enumerate(rows)))
+    return str(path)
+
+
+def write_twins(path, rows):
+    """Rows of one task file, each task at its own line."""
+    path.write_text("".join(json.dumps(dict(play="p", path="start.yml:%d" % i, action="a", host=h, task=t, status=s))
                             + "\n" for i, (h, t, s) in enumerate(rows)))
     return str(path)
 
@@ -26,15 +33,15 @@ def test_two_tasks_that_differ_in_opposite_directions_are_both_found(tmp_path):
     check = write(tmp_path / "c", [("a", "one", "changed"), ("a", "two", "ok")])
     real = write(tmp_path / "r", [("a", "one", "ok"), ("a", "two", "changed")])
     found = tr.differences(tr.read(check), tr.read(real))
-    assert found == ["a:", "  -p | t.yml:0 | one: changed", "  -p | t.yml:1 | two: ok", "  +p | t.yml:0 | one: ok",
-                     "  +p | t.yml:1 | two: changed"]
+    assert found == ["a:", "  -p | t0.yml | one: changed", "  -p | t1.yml | two: ok", "  +p | t0.yml | one: ok",
+                     "  +p | t1.yml | two: changed"]
 
 
 def test_a_task_only_one_run_reported_and_a_host_only_one_run_reached_are_found(tmp_path):
     check = write(tmp_path / "c", [("a", "one", "ok")])
     real = write(tmp_path / "r", [("a", "one", "ok"), ("a", "extra", "ok"), ("b", "one", "ok")])
     found = tr.differences(tr.read(check), tr.read(real))
-    assert "  +p | t.yml:1 | extra: ok" in found and "b:" in found and "  +p | t.yml:2 | one: ok" in found
+    assert "  +p | t1.yml | extra: ok" in found and "b:" in found and "  +p | t2.yml | one: ok" in found
 
 
 def test_a_first_run_must_change_each_task_on_every_host_of_its_group_and_its_children(tmp_path):
@@ -43,3 +50,17 @@ def test_a_first_run_must_change_each_task_on_every_host_of_its_group_and_its_ch
     real = tr.read(write(tmp_path / "r", [("e1", "move", "changed"), ("k1", "move", "ok")]))
     assert tr.missing(real, expected, inventory) == ["k1: 'move' was ok, not changed (the SSD)",
                                                      "none: no host in the inventory"]
+
+
+def test_a_task_and_its_check_mode_twin_are_one_step(tmp_path):
+    """Check mode runs the twin where the real run runs the task: the same step, the same status."""
+    check = write_twins(tmp_path / "c", [("a", "Start it", "skipped"), ("a", "Start it (check mode; not installed)",
+                                                                         "changed"), ("a", "Wait", "ok")])
+    real = write_twins(tmp_path / "r", [("a", "Start it", "changed"), ("a", "Start it (check mode; not installed)",
+                                                                       "skipped"), ("a", "Wait", "ok")])
+    assert tr.read(check) == tr.read(real) == {"a": [("p", "start.yml", "Start it", "changed"),
+                                                     ("p", "start.yml", "Wait", "ok")]}
+    wrong = write_twins(tmp_path / "w", [("a", "Start it", "ok"), ("a", "Start it (check mode; not installed)",
+                                                                   "skipped"), ("a", "Wait", "ok")])
+    assert tr.differences(tr.read(check), tr.read(wrong)) == ["a:", "  -p | start.yml | Start it: changed",
+                                                              "  +p | start.yml | Start it: ok"]

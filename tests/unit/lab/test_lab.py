@@ -76,6 +76,13 @@ def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
     assert gpu["status"]["capacity"] == gpu["status"]["allocatable"] == {
         "cpu": "24", "memory": "224Gi", "pods": "110", "nvidia.com/gpu": "4"}
     assert nodes[0]["status"]["capacity"] == {"cpu": "20", "memory": "140Gi", "pods": "110"}
+    # each its own InternalIP, as a VM's NIC gives it (kwok gives a hostNetwork pod its node's)
+    addresses = [n["status"]["addresses"][0]["address"] for n in nodes]
+    assert addresses[0] == "10.240.0.1" and addresses[-1] == "10.241.0.2" and len(set(addresses)) == 12
+    assert gpu["status"]["addresses"][1] == {"type": "Hostname", "address": "kwok-gpu-0002"}
+    assert controlplane.kwok_address("kube_node_cpu", 2500) == "10.240.9.196"
+    with pytest.raises(LabError, match="65,534"):
+        controlplane.kwok_address("kube_node_cpu", 65535)
     monkeypatch.setenv("LAB_KWOK_NODES", "many")
     with pytest.raises(LabError, match="LAB_KWOK_NODES"):
         controlplane.kwok_counts()
