@@ -54,13 +54,11 @@ def test_a_first_run_must_change_each_task_on_every_host_of_its_group_and_its_ch
 
 def test_a_task_and_its_check_mode_twin_are_one_step(tmp_path):
     """Check mode runs the twin where the real run runs the task: the same step, the same status."""
-    check = write_twins(tmp_path / "c", [("a", "Start it", "skipped"), ("a", "Start it (check mode; not installed)",
-                                                                         "changed"), ("a", "Wait", "ok")])
-    real = write_twins(tmp_path / "r", [("a", "Start it", "changed"), ("a", "Start it (check mode; not installed)",
-                                                                       "skipped"), ("a", "Wait", "ok")])
+    twin = "Start it (check mode; not installed)"
+    check = write_twins(tmp_path / "c", [("a", "Start it", "skipped"), ("a", twin, "changed"), ("a", "Wait", "ok")])
+    real = write_twins(tmp_path / "r", [("a", "Start it", "changed"), ("a", twin, "skipped"), ("a", "Wait", "ok")])
     assert tr.read(check) == tr.read(real) == {"a": [("p", "start.yml", "Start it", "changed"),
                                                      ("p", "start.yml", "Wait", "ok")]}
-    wrong = write_twins(tmp_path / "w", [("a", "Start it", "ok"), ("a", "Start it (check mode; not installed)",
-                                                                   "skipped"), ("a", "Wait", "ok")])
+    wrong = write_twins(tmp_path / "w", [("a", "Start it", "ok"), ("a", twin, "skipped"), ("a", "Wait", "ok")])
     assert tr.differences(tr.read(check), tr.read(wrong)) == ["a:", "  -p | start.yml | Start it: changed",
                                                               "  +p | start.yml | Start it: ok"]
