@@ -38,7 +38,7 @@ def test_finding_a_filter_loads_the_filter_files_but_none_of_their_code_until_it
             "ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy")
     assert [m for m in got["loaded"] if not m.startswith(filters) and m not in lazy] == [], "imported with the filter files"
     assert sorted(m for m in got["loaded"] if m.startswith(filters + ".")) == [
-        filters + "." + f for f in ("apf_objects", "etcd", "image_ref", "toml", "x509")]
+        filters + "." + f for f in ("apf_objects", "etcd", "image_ref", "rollout", "toml", "x509")]
     # a filter called imports its code then
     assert got["called"] == "docker.io/library/pause:3.9"
     assert got["after"] == ["ansible_collections.kubescale.tuning.plugins.module_utils._image_archive"]
