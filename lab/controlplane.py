@@ -182,6 +182,16 @@ def wait_ready(cp, timeout=300):
         time.sleep(2)
 
 
+def kwok_listing(text):
+    """{name: (kubelet version, InternalIP)} from lines "name version address" (either may be missing: "")."""
+    out = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if fields:
+            out[fields[0]] = tuple((fields[1:] + ["", ""])[:2])
+    return out
+
+
 def ensure_kwok_nodes(build_dir, counts, timeout=600):
     """Create the fake Nodes that are missing (server-side apply), remove the kwok Nodes beyond the counts, and wait
     until every one is Ready."""
@@ -190,7 +200,7 @@ def ensure_kwok_nodes(build_dir, counts, timeout=600):
     listed = kubectl(build_dir, "get", "nodes", "-l", "type=kwok", "-o",
                      "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} "
                      "{.status.addresses[?(@.type==\"InternalIP\")].address}{\"\\n\"}{end}").stdout
-    seen = dict((f[0], f[1:]) for f in (line.split() + ["", ""] for line in listed.splitlines() if line.strip()))
+    seen = kwok_listing(listed)
     have = set(seen)
     status = dict((n["metadata"]["name"], n["status"]) for n in want)
     # Nodes made before kwok was told the kubelet's version, or before each had its own address

@@ -85,6 +85,8 @@ def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
     assert controlplane.kwok_address("kube_node_cpu", 2500) == "10.240.9.196"
     with pytest.raises(LabError, match="65,534"):
         controlplane.kwok_address("kube_node_cpu", 65535)
+    assert controlplane.kwok_listing("kwok-cpu-0001 v1.35.0 10.240.0.1\nkwok-cpu-0002 v1.35.0\nkwok-gpu-0001\n\n") == {
+        "kwok-cpu-0001": ("v1.35.0", "10.240.0.1"), "kwok-cpu-0002": ("v1.35.0", ""), "kwok-gpu-0001": ("", "")}
     monkeypatch.setenv("LAB_KWOK_NODES", "many")
     with pytest.raises(LabError, match="LAB_KWOK_NODES"):
         controlplane.kwok_counts()
