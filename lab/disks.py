@@ -1,12 +1,5 @@
-"""Each node's emulated Azure resource disk: a sparse file behind a loop device, wiped as a redeploy would.
+"""Each node's emulated Azure resource disk: a sparse file behind a loop device, wiped as a redeploy would."""
 
-The etcd classes' disks are files in memory (/dev/shm): an Azure VM's local SSD answers etcd's fdatasync in well under
-the 10 ms etcd_local_disk's gate asks, and so does a loop device on tmpfs, where one on this machine's shared disk
-does not. The lab then runs the gate at its production defaults. Every other node's disk is a sparse file in
-lab/.state/disks.
-"""
-
-import hashlib
 import os
 import tempfile
 import time
@@ -14,21 +7,9 @@ import time
 from common import STATE, LabError, run
 
 DISK_SIZE = os.environ.get("LAB_DISK_SIZE", "2G")
-# The node name prefixes of the etcd classes (lab/nodes.py): the main etcd, the Events etcd, kubeadm's etcd.
-MEMORY_CLASSES = ("etcd", "etcd-events", "etcd-kubeadm")
-# One directory per checkout, as lab/.state is.
-MEMORY_DIR = os.path.join(os.environ.get("LAB_MEMORY_DISKS", "/dev/shm/kubescale-lab-disks"),
-                          hashlib.sha256(os.path.realpath(STATE).encode()).hexdigest()[:12])
-
-
-def memory_backed(name):
-    """Whether node `name`'s disk is in memory: a node of an etcd class."""
-    return name.rsplit("-", 1)[0] in MEMORY_CLASSES
 
 
 def disk_path(name):
-    if memory_backed(name):
-        return os.path.join(MEMORY_DIR, name + ".img")
     return os.path.join(STATE, "disks", name + ".img")
 
 

@@ -1,8 +1,6 @@
 """The lab's decisions: its Debian mirror from the machine's apt sources (either format), the nodes and their address
 ranges, when an existing node must be recreated, the inventory it writes, kwok's Nodes and the control plane fixtures."""
 
-import os
-
 import image
 import inventory
 import nodes as lab_nodes
@@ -243,13 +241,3 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
     manifest.write_text("spec:\n  containers:\n  - command: [etcd, --data-dir=/var/lib/etcd]\n")
     pods.sync()
     assert [c[0] for c in calls] == ["stop", "start"]
-
-
-def test_the_etcd_classes_disks_are_in_memory_and_the_others_on_the_machines_disk():
-    import disks
-    for name in ("etcd-1", "etcd-events-3", "etcd-kubeadm-2"):
-        assert disks.memory_backed(name) and disks.disk_path(name).startswith(disks.MEMORY_DIR + os.sep)
-    assert disks.MEMORY_DIR.startswith("/dev/shm/")
-    for name in ("cp-1", "cpu-12", "gpu-1", "lb-1"):
-        assert not disks.memory_backed(name) and disks.disk_path(name) == os.path.join(disks.STATE, "disks",
-                                                                                         name + ".img")
