@@ -49,8 +49,9 @@ ROLLOUT = [
 VALIDATION = ("Check every role's variables against its argument spec",
               "fleet_audit : Validating arguments against arg spec 'main' - ")
 # The objects the roles write through the API (and the ConfigMaps kubeadm reads the tunings from).
-OBJECTS = ["-n", "kube-system", "deployment/coredns", "poddisruptionbudget", "configmap/kubeadm-config",
-           "configmap/kubelet-config", "configmap/coredns"]
+OBJECTS = [["-n", "kube-system", "deployment/coredns", "configmap/kubeadm-config", "configmap/kubelet-config",
+            "configmap/coredns"], ["-n", "kube-system", "poddisruptionbudgets"],
+           ["flowschemas,prioritylevelconfigurations"]]
 
 pytestmark = pytest.mark.usefixtures("lab")
 
@@ -70,11 +71,9 @@ def fingerprint(host):
 
 
 def api_versions():
-    listed = kubectl("get", *OBJECTS, "-o", "json").stdout
-    objects = json.loads(listed)["items"]
-    flows = json.loads(kubectl("get", "flowschemas,prioritylevelconfigurations", "-o", "json").stdout)["items"]
+    objects = [o for query in OBJECTS for o in json.loads(kubectl("get", *query, "-o", "json").stdout)["items"]]
     return sorted("%s/%s/%s=%s" % (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"],
-                                   o["metadata"]["resourceVersion"]) for o in objects + flows)
+                                   o["metadata"]["resourceVersion"]) for o in objects)
 
 
 def run(playbook, host, extra):
