@@ -76,7 +76,9 @@ def missing(real, expected, inventory):
         if not hosts:
             out.append("%s: no host in the inventory" % entry["group"])
         for host in sorted(hosts):
-            statuses = [s for _p, _path, task, s in real.get(host, []) if task == entry["task"]]
+            # a role's task is reported as "<role> : <name>"
+            statuses = [s for _p, _path, task, s in real.get(host, [])
+                        if task == entry["task"] or task.endswith(" : " + entry["task"])]
             if "changed" not in statuses:
                 seen = "/".join(statuses) or "not run"
                 out.append("%s: %r was %s, not changed (%s)" % (host, entry["task"], seen, entry["why"]))

@@ -47,7 +47,8 @@ def test_a_task_only_one_run_reported_and_a_host_only_one_run_reached_are_found(
 def test_a_first_run_must_change_each_task_on_every_host_of_its_group_and_its_children(tmp_path):
     inventory = {"etcd": {"hosts": ["e1"], "children": ["etcd_kubeadm"]}, "etcd_kubeadm": {"hosts": ["k1"]}}
     expected = [{"group": "etcd", "task": "move", "why": "the SSD"}, {"group": "none", "task": "x", "why": "y"}]
-    real = tr.read(write(tmp_path / "r", [("e1", "move", "changed"), ("k1", "move", "ok")]))
+    real = tr.read(write(tmp_path / "r", [("e1", "kubescale.tuning.etcd_local_disk : move", "changed"),
+                                          ("k1", "move", "ok")]))
     assert tr.missing(real, expected, inventory) == ["k1: 'move' was ok, not changed (the SSD)",
                                                      "none: no host in the inventory"]
 
