@@ -5,7 +5,8 @@
 """Private: the logic behind kubescale.tuning.sysctl_profile.
 
 Everything works on a `Host` rooted at a directory, so unit tests run it on a temp tree.
-`apply_profile` validates every input, plans, and only then changes anything.
+`plan_profile` validates every input and decides every change, reading only; `write_profile` writes a plan;
+`apply_profile` is the two in a row (the plan alone in check mode).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +16,8 @@ __metaclass__ = type
 import fnmatch
 import os
 import re
+from dataclasses import asdict, dataclass
+from typing import Dict, List, NamedTuple, Optional
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import (
     atomic_write,
@@ -335,8 +338,113 @@ def observe_profile(host, settings, path):
     return {"keys": keys, "file": path, "file_present": text is not None}
 
 
-def apply_profile(host, settings, path, apply="auto", rules=None, state="present", check_mode=False):
-    """Validate, plan, then change. Returns (changed, result dict, diff list); raises SysctlError."""
+@dataclass
+class KeyPlan:
+    """One key of a profile: its live value now and after, what the file persists, and why it is not set live."""
+
+    before: Optional[str]
+    after: Optional[str]
+    persisted: Optional[str]
+    winning_file: Optional[str]
+    drift: Optional[bool]
+    live_applied: bool
+    live_skipped: Optional[str]
+
+
+@dataclass
+class ProfilePlan:
+    """What apply_profile changes, decided before anything is written: the file's old and new text, the live values
+    to write (`targets`) in an order that keeps every rule true (`order`), and their values now (`live`)."""
+
+    path: str
+    old_text: Optional[str]
+    new_text: Optional[str]
+    live: Dict[str, Optional[str]]
+    targets: Dict[str, str]
+    order: List[str]
+    skipped: Dict[str, str]
+    keys: Dict[str, KeyPlan]
+
+    @property
+    def file_changed(self) -> bool:
+        return self.new_text != self.old_text
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.order) or self.file_changed
+
+    def result(self) -> dict:
+        return {
+            "keys": dict((k, asdict(v)) for k, v in self.keys.items()),
+            "file": self.path,
+            "file_changed": self.file_changed,
+            "live_order": list(self.order),
+            "persist_only": sorted(self.skipped),
+        }
+
+    def diff(self) -> List[dict]:
+        out = [{"before_header": self.path, "after_header": self.path,
+                "before": self.old_text or "", "after": self.new_text or ""}]
+        if self.order:
+            out.append({
+                "before_header": "live (/proc/sys)", "after_header": "live (/proc/sys)",
+                "before": "".join("%s = %s\n" % (k, self.live[k]) for k in self.order),
+                "after": "".join("%s = %s\n" % (k, self.targets[k]) for k in self.order),
+            })
+        return out
+
+
+class Outcome(NamedTuple):
+    """apply_profile's answer."""
+
+    changed: bool
+    result: dict
+    diff: List[dict]
+
+
+def _settings_keys(settings) -> Dict[str, str]:
+    """key (dotted) -> the name the caller gave it; two names of one key are refused."""
+    keys = {}
+    for raw in settings:
+        key = normalize_key(raw)
+        if key in keys:
+            raise SysctlError("settings: %r and %r name the same key %s" % (keys[key], raw, key))
+        keys[key] = raw
+    return keys
+
+
+def _check_boot(path, values, files_after, boot_after, live, rule_keys, all_rules):
+    """Refuse a file that would not win at boot, or values a rule forbids once applied."""
+    if not any(a == path for _n, a, _t in files_after):
+        raise SysctlError("file: %s is masked by a file of the same name in a higher-priority directory "
+                          "(%s)" % (path, ", ".join(SYSCTL_DIRS)))
+    for key in sorted(values):
+        win = boot_lookup(boot_after, key)
+        if win and win[1] != path and win[0] != values[key]:
+            raise SysctlError(
+                "settings: %s = %s would be overridden at boot by %s (sets %s, read after %s in "
+                "systemd-sysctl order); remove it there or give file a name that sorts later"
+                % (key, values[key], win[1], win[0], path))
+    effective = {}
+    for key in rule_keys:
+        if key in values:
+            effective[key] = values[key]
+        elif live.get(key) is not None:
+            effective[key] = live[key]
+        else:
+            at_boot = boot_lookup(boot_after, key)
+            if at_boot:
+                effective[key] = at_boot[0]
+    broken = rule_violations(effective, all_rules)
+    if broken:
+        rule, a, b = broken[0]
+        raise SysctlError("settings: %s = %s breaks rule '%s': it must be %s %s = %s"
+                          % (a, effective[a], rule["name"], rule["relation"], b, effective[b]))
+
+
+def plan_profile(host: Host, settings: dict, path: str, apply: str = "auto", rules: Optional[list] = None,
+                 state: str = "present") -> ProfilePlan:
+    """Validate every input and decide every change, reading the host only. Raises SysctlError."""
     if apply not in ("auto", "live", "persist"):
         raise SysctlError("apply: %r is not one of auto, live, persist" % (apply,))
     if state not in ("present", "absent"):
@@ -345,13 +453,7 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
         raise SysctlError("settings: must be a non-empty dict of sysctl key -> value")
     validate_file(path)
     all_rules = BUILTIN_RULES + validate_rules(rules)
-
-    keys = {}
-    for raw in settings:
-        key = normalize_key(raw)
-        if key in keys:
-            raise SysctlError("settings: %r and %r name the same key %s" % (keys[key], raw, key))
-        keys[key] = raw
+    keys = _settings_keys(settings)
     rule_keys = set(k for r in all_rules for k in r["keys"])
     live = dict((k, host.read_live(k)) for k in set(keys) | rule_keys)
     status = dict((k, host.live_status(k)) for k in keys)
@@ -378,33 +480,8 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
     boot_before = host.boot_values()
     files_after = host.config_files({path: new_text})
     boot_after = boot_values_of(files_after)
-
     if state == "present":
-        if not any(a == path for _n, a, _t in files_after):
-            raise SysctlError("file: %s is masked by a file of the same name in a higher-priority directory "
-                              "(%s)" % (path, ", ".join(SYSCTL_DIRS)))
-        for key in sorted(values):
-            win = boot_lookup(boot_after, key)
-            if win and win[1] != path and win[0] != values[key]:
-                raise SysctlError(
-                    "settings: %s = %s would be overridden at boot by %s (sets %s, read after %s in "
-                    "systemd-sysctl order); remove it there or give file a name that sorts later"
-                    % (key, values[key], win[1], win[0], path))
-        effective = {}
-        for key in rule_keys:
-            if key in values:
-                effective[key] = values[key]
-            elif live.get(key) is not None:
-                effective[key] = live[key]
-            else:
-                at_boot = boot_lookup(boot_after, key)
-                if at_boot:
-                    effective[key] = at_boot[0]
-        broken = rule_violations(effective, all_rules)
-        if broken:
-            rule, a, b = broken[0]
-            raise SysctlError("settings: %s = %s breaks rule '%s': it must be %s %s = %s"
-                              % (a, effective[a], rule["name"], rule["relation"], b, effective[b]))
+        _check_boot(path, values, files_after, boot_after, live, rule_keys, all_rules)
 
     targets, skipped = {}, {}
     for key in sorted(values):
@@ -417,70 +494,62 @@ def apply_profile(host, settings, path, apply="auto", rules=None, state="present
             skipped[key] = status[key]
         elif live[key] != values[key]:
             targets[key] = values[key]
-    current = dict((k, v) for k, v in live.items() if v is not None)
-    order = plan_order(current, targets, all_rules)
+    order = plan_order(dict((k, v) for k, v in live.items() if v is not None), targets, all_rules)
 
-    file_changed = new_text != old_text
-    if not check_mode:
-        written = []
-        try:
-            for key in order:
-                host.write_live(key, targets[key])
-                written.append(key)
-                readback = host.read_live(key)
-                if readback != targets[key]:
-                    raise SysctlError("settings: %s was written as %s but reads back %s"
-                                      % (key, targets[key], readback))
-            if file_changed:
-                if new_text is None:
-                    remove_file(host.path(path))
-                else:
-                    directory = host.path(os.path.dirname(path))
-                    if not os.path.isdir(directory):
-                        os.makedirs(directory, 0o755)
-                    atomic_write(host.path(path), new_text)
-        except (SysctlError, IOError, OSError) as exc:
-            restored, stuck = [], []
-            for key in reversed(written):  # reverse order keeps the rules true on the way back
-                try:
-                    host.write_live(key, live[key])
-                    restored.append(key)
-                except (IOError, OSError):
-                    stuck.append(key)
-            raise SysctlError("%s; rolled back live values of %s%s; %s left unchanged"
-                              % (exc, ", ".join(restored) or "nothing",
-                                 " (could NOT restore %s)" % ", ".join(stuck) if stuck else "", path)) from exc
-
-    result_keys = {}
+    planned = {}
     for key in sorted(keys):
         before_boot = boot_lookup(boot_before, key)
         after_boot = boot_lookup(boot_after, key)
-        after_live = targets.get(key, live.get(key))
-        result_keys[key] = {
-            "before": live.get(key),
-            "after": after_live,
-            "persisted": new_map.get(key),
-            "winning_file": after_boot[1] if after_boot else None,
-            "drift": (live[key] != before_boot[0]) if (live.get(key) is not None and before_boot) else None,
-            "live_applied": key in targets,
-            "live_skipped": skipped.get(key),
-        }
-    changed = bool(order) or file_changed
-    diff = [{
-        "before_header": path, "after_header": path,
-        "before": old_text or "", "after": new_text or "",
-    }]
-    if order:
-        diff.append({
-            "before_header": "live (/proc/sys)", "after_header": "live (/proc/sys)",
-            "before": "".join("%s = %s\n" % (k, live[k]) for k in order),
-            "after": "".join("%s = %s\n" % (k, targets[k]) for k in order),
-        })
-    result = {
-        "keys": result_keys,
-        "file": path,
-        "file_changed": file_changed,
-        "live_order": order,
-        "persist_only": sorted(skipped),
-    }
-    return changed, result, diff
+        planned[key] = KeyPlan(
+            before=live.get(key),
+            after=targets.get(key, live.get(key)),
+            persisted=new_map.get(key),
+            winning_file=after_boot[1] if after_boot else None,
+            drift=(live[key] != before_boot[0]) if (live.get(key) is not None and before_boot) else None,
+            live_applied=key in targets,
+            live_skipped=skipped.get(key),
+        )
+    return ProfilePlan(path=path, old_text=old_text, new_text=new_text, live=live, targets=targets, order=order,
+                       skipped=skipped, keys=planned)
+
+
+def write_profile(host: Host, plan: ProfilePlan) -> None:
+    """Write a plan: the live values in its order, each read back, then the file. On any failure the live values
+    written so far are put back (in reverse order, which keeps the rules true) and the file is left as it was."""
+    written = []
+    try:
+        for key in plan.order:
+            host.write_live(key, plan.targets[key])
+            written.append(key)
+            readback = host.read_live(key)
+            if readback != plan.targets[key]:
+                raise SysctlError("settings: %s was written as %s but reads back %s"
+                                  % (key, plan.targets[key], readback))
+        if plan.file_changed:
+            if plan.new_text is None:
+                remove_file(host.path(plan.path))
+            else:
+                directory = host.path(os.path.dirname(plan.path))
+                if not os.path.isdir(directory):
+                    os.makedirs(directory, 0o755)
+                atomic_write(host.path(plan.path), plan.new_text)
+    except (SysctlError, IOError, OSError) as exc:
+        restored, stuck = [], []
+        for key in reversed(written):
+            try:
+                host.write_live(key, plan.live[key])
+                restored.append(key)
+            except (IOError, OSError):
+                stuck.append(key)
+        raise SysctlError("%s; rolled back live values of %s%s; %s left unchanged"
+                          % (exc, ", ".join(restored) or "nothing",
+                             " (could NOT restore %s)" % ", ".join(stuck) if stuck else "", plan.path)) from exc
+
+
+def apply_profile(host: Host, settings: dict, path: str, apply: str = "auto", rules: Optional[list] = None,
+                  state: str = "present", check_mode: bool = False) -> Outcome:
+    """Plan, then (unless check_mode) write. Raises SysctlError, with nothing changed, for any bad input."""
+    plan = plan_profile(host, settings, path, apply, rules, state)
+    if not check_mode:
+        write_profile(host, plan)
+    return Outcome(plan.changed, plan.result(), plan.diff())

@@ -217,8 +217,9 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._node_state impor
 from ansible_collections.kubescale.tuning.plugins.module_utils._sysctl import (
     Host,
     SysctlError,
-    apply_profile,
     observe_profile,
+    plan_profile,
+    write_profile,
 )
 
 
@@ -251,10 +252,12 @@ def main():
         except NodeStateError as exc:
             module.fail_json(msg=str(exc))
     try:
-        changed, result, diff = apply_profile(Host("/"), p["settings"], p["file"], p["apply"], p["rules"],
-                                              p["state"], module.check_mode)
+        plan = plan_profile(Host("/"), p["settings"], p["file"], p["apply"], p["rules"], p["state"])
+        if not module.check_mode:
+            write_profile(Host("/"), plan)
     except SysctlError as exc:
         module.fail_json(msg=str(exc))
+    changed, result, diff = plan.changed, plan.result(), plan.diff()
     if result["persist_only"] and p["apply"] == "auto":
         reasons = sorted(set(result["keys"][k]["live_skipped"] for k in result["persist_only"]))
         result["msg"] = "persisted only (applies at boot): %s (%s)" % (

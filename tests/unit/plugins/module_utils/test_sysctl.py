@@ -354,3 +354,27 @@ def test_observed_refuses_bad_input_like_present(tmp_path):
         S.observe_profile(S.Host(root), {V4[0]: "many"}, OURS)
     with pytest.raises(S.SysctlError, match="file"):
         S.observe_profile(S.Host(root), TARGET, "/tmp/x.conf")
+
+
+def test_the_plan_reads_only_and_names_what_the_write_does(tmp_path):
+    root = make_root(tmp_path, v6=False)
+    host = RecordingHost(root)
+    before = snapshot(root)
+    plan = S.plan_profile(host, TARGET, OURS)
+    assert snapshot(root) == before and host.writes == []
+    assert plan.order == [V4[2], V4[1], V4[0]] and plan.file_changed and plan.changed
+    assert plan.keys[V4[2]].before == "1024" and plan.keys[V4[2]].after == "100000"
+    assert plan.keys[V4[2]].live_applied and plan.keys[V4[2]].persisted == "100000"
+    S.write_profile(host, plan)
+    assert [k for k, _v in host.writes] == plan.order and live(root, V4[0]) == "80000"
+    assert S.plan_profile(host, TARGET, OURS).changed is False
+
+
+def test_a_failed_write_of_a_plan_puts_back_the_live_values_and_leaves_the_file(tmp_path):
+    root = make_root(tmp_path, v6=False)
+    host = RecordingHost(root, fail_on=V4[1])
+    plan = S.plan_profile(host, TARGET, OURS)
+    with pytest.raises(S.SysctlError, match="rolled back live values of " + V4[2]):
+        S.write_profile(host, plan)
+    assert [live(root, k) for k in V4] == ["128", "512", "1024"]
+    assert not os.path.exists(os.path.join(root, OURS.lstrip("/")))
