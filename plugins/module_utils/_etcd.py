@@ -10,7 +10,9 @@ __metaclass__ = type
 
 import json
 import re
+import time
 from collections import namedtuple
+from typing import Callable, List, NamedTuple, Optional
 
 DEFAULT_QUOTA = 2 * 1024 ** 3
 # etcd's documentation: "8 GiB is a suggested maximum size for normal environments".
@@ -296,3 +298,88 @@ def health_failure(answer):
         return "%s: unhealthy (%s)" % (answer.url, body.get("reason") if isinstance(body, dict) and body.get("reason")
                                        else json.dumps(body))
     return ""
+
+
+class RejoinPlan(NamedTuple):
+    """What state=rejoined does for a member: `action` is "none" (it answers healthy), "refused" (the others lack the
+    quorum to commit a remove and an add: `message` says why), "add" (the cluster does not list it), "replace" (remove
+    its stale entry `remove_id`, then add it) or "added_before" (a run that died after `member add` left it listed,
+    nameless: it starts as it is); `through` the healthy peers' client URLs."""
+
+    action: str
+    remove_id: Optional[str]
+    through: List[str]
+    message: str
+
+
+def plan_rejoin(info: dict, name: str, peer_urls: List[str]) -> RejoinPlan:
+    """The rejoin of member `name` from a survey (`info`); reads nothing."""
+    me = info["member"]
+    if me and me["healthy"] and me["started"]:
+        return RejoinPlan("none", None, [], "member %s answers healthy: nothing to do" % name)
+    if info["healthy_without_member"] < info["quorum"]:
+        return RejoinPlan("refused", None, [], (
+            "member %s cannot be re-added: only %d of the other members answer healthy and the cluster needs %d "
+            "votes, so removing and adding it would not be committed. Bring the other members back first; if "
+            "they are lost, restore every member from a snapshot (etcdctl snapshot restore) as a new cluster."
+            % (name, info["healthy_without_member"], info["quorum"])))
+    through = [u for r in info["members"] if r["healthy"] and not is_member(r, name, peer_urls)
+               for u in r["client_urls"]]
+    if me and me["started"]:
+        return RejoinPlan("replace", me["id"], through, "member %s: stale entry %s removed, added again"
+                          % (name, me["id"]))
+    if me:
+        return RejoinPlan("added_before", None, through, "member %s was added before; it starts as it is" % name)
+    return RejoinPlan("add", None, through, "member %s added again" % name)
+
+
+def rejoin(ctl: "Etcdctl", plan: RejoinPlan, name: str, peer_urls: List[str]) -> List[dict]:
+    """Carry out a RejoinPlan of action add, replace or added_before; the member list after it. Raises RejoinError
+    naming the member."""
+    removed = None
+    try:
+        if plan.action == "replace":
+            ctl.member_remove(plan.remove_id, plan.through)
+            removed = plan.remove_id
+        if plan.action in ("replace", "add"):
+            ctl.member_add(name, peer_urls, plan.through)
+        return ctl.member_list(plan.through)
+    except EtcdError as exc:
+        raise RejoinError("member %s: %s" % (name, exc), removed) from None
+
+
+class RejoinError(EtcdError):
+    """A rejoin that stopped part way: `removed` is the stale member ID it removed before it stopped (or None)."""
+
+    def __init__(self, msg, removed):
+        super().__init__(msg)
+        self.removed = removed
+
+
+class CatchUp(NamedTuple):
+    """The end of a wait for a member to catch up: `done`, the leader revision it had to reach, the last survey."""
+
+    done: bool
+    target: Optional[int]
+    info: dict
+
+
+def wait_caught_up(look: Callable[[], dict], info: dict, timeout: float, sleep=time.sleep,
+                   clock=time.time) -> CatchUp:
+    """Until the member `info` describes answers healthy at (or past) the leader's revision seen when the wait began,
+    surveying again with `look()` every second (a survey that fails is retried); done False after `timeout`."""
+    deadline = clock() + timeout
+    target = info["leader_revision"]
+    while True:
+        me = info["member"]
+        if me and me["healthy"] and target is not None and (me["revision"] or 0) >= target:
+            return CatchUp(True, target, info)
+        if clock() > deadline:
+            return CatchUp(False, target, info)
+        sleep(1)
+        try:
+            info = look()
+        except EtcdError:
+            continue
+        if target is None:
+            target = info["leader_revision"]

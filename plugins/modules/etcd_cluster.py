@@ -193,7 +193,6 @@ msg:
 """
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -201,10 +200,13 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import (
     DEFAULT_QUOTA,
     Etcdctl,
     EtcdError,
+    RejoinError,
     initial_cluster,
-    is_member,
     nospace_verdict,
+    plan_rejoin,
+    rejoin,
     survey,
+    wait_caught_up,
 )
 
 
@@ -265,24 +267,14 @@ def main():
         module.exit_json(changed=False, **info)
 
     if p["state"] == "caught_up":
-        deadline = time.time() + p["timeout"]
-        target = info["leader_revision"]
-        while True:
-            me = info["member"]
-            if me and me["healthy"] and target is not None and (me["revision"] or 0) >= target:
-                module.exit_json(changed=False, target_revision=target, **info)
-            if time.time() > deadline:
-                module.fail_json(
-                    msg="member %s did not catch up within %ds: healthy=%s, revision %s, leader revision %s (%s)"
-                    % (p["name"], p["timeout"], bool(me and me["healthy"]), me and me["revision"], target,
-                       me and me["error"]), **info)
-            time.sleep(1)
-            try:
-                info = look()
-            except EtcdError:
-                continue
-            if target is None:
-                target = info["leader_revision"]
+        waited = wait_caught_up(look, info, p["timeout"])
+        if waited.done:
+            module.exit_json(changed=False, target_revision=waited.target, **waited.info)
+        me = waited.info["member"]
+        module.fail_json(
+            msg="member %s did not catch up within %ds: healthy=%s, revision %s, leader revision %s (%s)"
+            % (p["name"], p["timeout"], bool(me and me["healthy"]), me and me["revision"], waited.target,
+               me and me["error"]), **waited.info)
 
     if p["state"] == "nospace_cleared":
         disarm, why = nospace_verdict(info["alarms"], info["db_size"], quota)
@@ -296,38 +288,21 @@ def main():
             module.fail_json(msg="endpoints: %s" % exc, **info)
         module.exit_json(changed=True, disarmed=True, msg=why, **info)
 
-    # rejoined
-    me = info["member"]
-    if me and me["healthy"] and me["started"]:
-        module.exit_json(changed=False, removed=None, readded=False,
-                         msg="member %s answers healthy: nothing to do" % p["name"],
-                         initial_cluster=initial_cluster(list(info["members"]), p["name"], p["peer_urls"]),
-                         **info)
-    if info["healthy_without_member"] < info["quorum"]:
-        module.fail_json(
-            msg="member %s cannot be re-added: only %d of the other members answer healthy and the cluster needs %d "
-                "votes, so removing and adding it would not be committed. Bring the other members back first; if "
-                "they are lost, restore every member from a snapshot (etcdctl snapshot restore) as a new cluster."
-                % (p["name"], info["healthy_without_member"], info["quorum"]), **info)
+    # rejoined: plan from the survey, then act
+    plan = plan_rejoin(info, p["name"], p["peer_urls"])
+    if plan.action == "none":
+        module.exit_json(changed=False, removed=None, readded=False, msg=plan.message,
+                         initial_cluster=initial_cluster(list(info["members"]), p["name"], p["peer_urls"]), **info)
+    if plan.action == "refused":
+        module.fail_json(msg=plan.message, **info)
     if module.check_mode:
-        module.exit_json(changed=True, removed=me["id"] if me and me["started"] else None, readded=True,
-                         initial_cluster=None, **info)
-    healthy_eps = [u for r in info["members"] if r["healthy"] and not is_member(r, p["name"], p["peer_urls"])
-                   for u in r["client_urls"]]
-    removed = None
+        module.exit_json(changed=True, removed=plan.remove_id, readded=True, initial_cluster=None, **info)
     try:
-        # A member added before (a run that died after `member add`) is nameless: start it as it is.
-        if me and me["started"]:
-            ctl.member_remove(me["id"], healthy_eps)
-            removed = me["id"]
-        if not me or me["started"]:
-            ctl.member_add(p["name"], p["peer_urls"], healthy_eps)
-        members = ctl.member_list(healthy_eps)
-    except EtcdError as exc:
-        module.fail_json(msg="member %s: %s" % (p["name"], exc), removed=removed, **info)
-    info["members"] = members
-    module.exit_json(changed=True, removed=removed, readded=True,
-                     initial_cluster=initial_cluster(members, p["name"], p["peer_urls"]), **info)
+        info["members"] = rejoin(ctl, plan, p["name"], p["peer_urls"])
+    except RejoinError as exc:
+        module.fail_json(msg=str(exc), removed=exc.removed, **info)
+    module.exit_json(changed=True, removed=plan.remove_id, readded=True,
+                     initial_cluster=initial_cluster(info["members"], p["name"], p["peer_urls"]), **info)
 
 
 if __name__ == "__main__":

@@ -181,3 +181,81 @@ def test_health_failure_reads_each_answer():
         "https://d:2383: unhealthy (NOSPACE)",
         "https://e:2383: /health answered '<html>', not JSON",
     ]
+
+
+def _survey(health_text=HEALTH, name="etcd-2", peer_urls=()):
+    members = e.parse_member_list(MEMBERS)
+    return e.assess(members, e.parse_endpoint_health(health_text), e.parse_endpoint_status(STATUS), name, peer_urls)
+
+
+def test_rejoin_plan_replaces_a_started_member_that_does_not_answer_through_its_healthy_peers():
+    plan = e.plan_rejoin(_survey(), "etcd-2", ["http://172.30.213.11:2380"])
+    assert plan.action == "replace" and plan.remove_id == e.member_id(4463234664538868973)
+    assert plan.through == ["http://172.30.213.10:2379", "http://172.30.213.12:2379"]
+
+
+def test_rejoin_plan_leaves_a_healthy_member_and_refuses_without_the_others_quorum():
+    assert e.plan_rejoin(_survey(name="etcd-1"), "etcd-1", ["http://172.30.213.10:2380"]).action == "none"
+    only_one = HEALTH.replace('"http://172.30.213.12:2379","health":true', '"http://172.30.213.12:2379","health":false')
+    refused = e.plan_rejoin(_survey(only_one), "etcd-2", ["http://172.30.213.11:2380"])
+    assert refused.action == "refused" and "only 1 of the other members answer healthy" in refused.message
+
+
+def test_rejoin_plan_adds_an_unlisted_member_and_starts_one_added_before():
+    members = [m for m in e.parse_member_list(MEMBERS) if m["name"] != "etcd-2"]
+    info = e.assess(members, e.parse_endpoint_health(HEALTH), e.parse_endpoint_status(STATUS), "etcd-2",
+                    ["http://172.30.213.11:2380"])
+    assert e.plan_rejoin(info, "etcd-2", ["http://172.30.213.11:2380"]).action == "add"
+    nameless = [dict(m, name="") if m["name"] == "etcd-2" else m for m in e.parse_member_list(MEMBERS)]
+    info = e.assess(nameless, e.parse_endpoint_health(HEALTH), e.parse_endpoint_status(STATUS), "etcd-2",
+                    ["http://172.30.213.11:2380"])
+    assert e.plan_rejoin(info, "etcd-2", ["http://172.30.213.11:2380"]).action == "added_before"
+
+
+class _Ctl:
+    def __init__(self, fail_add=False):
+        self.calls, self.fail_add = [], fail_add
+
+    def member_remove(self, member, eps):
+        self.calls.append(("remove", member, tuple(eps)))
+
+    def member_add(self, name, peers, eps):
+        self.calls.append(("add", name, tuple(peers)))
+        if self.fail_add:
+            raise e.EtcdError("etcdserver: unhealthy cluster")
+
+    def member_list(self, eps):
+        return ["listed"]
+
+
+def test_rejoin_carries_out_the_plan_and_names_what_it_removed_when_the_add_fails():
+    plan = e.plan_rejoin(_survey(), "etcd-2", ["http://172.30.213.11:2380"])
+    ctl = _Ctl()
+    assert e.rejoin(ctl, plan, "etcd-2", ["http://172.30.213.11:2380"]) == ["listed"]
+    assert [c[0] for c in ctl.calls] == ["remove", "add"]
+    with pytest.raises(e.RejoinError) as err:
+        e.rejoin(_Ctl(fail_add=True), plan, "etcd-2", ["http://172.30.213.11:2380"])
+    assert err.value.removed == plan.remove_id and "member etcd-2: etcdserver: unhealthy cluster" in str(err.value)
+    started = e.RejoinPlan("added_before", None, ["http://172.30.213.10:2379"], "")
+    ctl = _Ctl()
+    e.rejoin(ctl, started, "etcd-2", [])
+    assert ctl.calls == []
+
+
+def test_the_catch_up_wait_retries_failed_surveys_until_the_member_reaches_the_leader_revision():
+    behind = _survey(name="etcd-3")
+    behind["member"] = dict(behind["member"], revision=290)
+    caught = dict(behind, member=dict(behind["member"], revision=301))
+    answers = [e.EtcdError("no endpoint answered"), caught]
+    clock = iter(range(100))
+
+    def look():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    waited = e.wait_caught_up(look, behind, 30, sleep=lambda s: None, clock=lambda: next(clock))
+    assert waited.done and waited.target == 301 and waited.info is caught
+    stuck = e.wait_caught_up(lambda: behind, behind, 3, sleep=lambda s: None, clock=lambda: next(clock))
+    assert not stuck.done and stuck.target == 301
