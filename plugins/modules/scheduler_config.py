@@ -197,20 +197,9 @@ restarted:
   type: bool
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
-    KubeadmError,
-    arg_names,
-    cluster_configuration,
-    get_args,
-    set_args,
-    set_extra_env,
-    set_extra_volume,
-)
+from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
     ARGUMENT_SPEC as KUBEADM_SPEC,
 )
@@ -219,54 +208,15 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync imp
 )
 from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import plan as kubeadm_plan
 from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import (
-    SchedulerConfigError,
-    api_version_for,
-    carry_flags,
     check_settings,
-    content_hash,
-    merge,
     parse_version,
-    resolve_host_path,
-    version_from_image,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
-    PodError,
-    answers_ok,
-    find_container,
-    flag_values,
-    kubeadm_order,
-    set_annotation,
-    set_env,
-    set_flags,
-    set_mount,
-    uptime_ticks,
-    volumes,
-    wait_restarted,
+from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler_wiring import (
+    WiringError,
+    WriteError,
+    plan,
+    write,
 )
-
-# The config file's digest in the manifest, so that the kubelet restarts the scheduler when only the file changed: an
-# annotation, or, where kubeadm renders the manifest, an environment variable kubeadm renders too (scheduler.extraEnvs).
-ANNOTATION = "kubescale.io/scheduler-config-sha256"
-ENV = "KUBESCALE_SCHEDULER_CONFIG_SHA256"
-
-
-def kubeadm_edit(container_path, own_volume, volume_name, host_path, digest):
-    """The edit of a ClusterConfiguration that wires the scheduler's --config (and its volume) as the manifest has it,
-    the digest in scheduler.extraEnvs (v1beta4)."""
-    def edit(cfg):
-        set_args(cfg, "scheduler", {"config": container_path})
-        if own_volume:
-            set_extra_volume(cfg, "scheduler", volume_name, host_path, container_path)
-        if str(cfg.get("apiVersion", "")).endswith("/v1beta4"):
-            set_extra_env(cfg, "scheduler", ENV, digest)
-    return edit
-
-
-def healthz_url(flags):
-    host = flags.get("--bind-address") or "127.0.0.1"
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    return "https://%s:%s/healthz" % (host, flags.get("--secure-port") or "10259")
 
 
 def main():
@@ -310,167 +260,27 @@ def main():
     except ImportError:
         module.fail_json(msg="scheduler_config needs PyYAML on the node (Debian/Ubuntu package python3-yaml)")
 
-    def load(path, what):
-        text = read_text(path) if path else None
-        if text is None:
-            return None, None
-        try:
-            return text, list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            module.fail_json(msg="%s%s: %s does not parse as YAML: %s. Nothing was changed." % (var, what, path, exc))
-
-    manifest_text, manifest_docs = load(p["manifest"], "manifest")
-    kubeadm_path = p["kubeadm"].get("config") or ""
-    kubeadm_text, kubeadm_docs = load(kubeadm_path, "kubeadm_config")
-    if manifest_text is None and kubeadm_text is None and p["require_wiring"]:
-        module.fail_json(msg="%smanifest: neither %s nor %skubeadm_config (%s) exists on this node: kube-scheduler's "
-                             "--config could not be wired. Nothing was changed."
-                             % (var, p["manifest"], var, kubeadm_path or "not set"))
-    pod = container = cluster = None
-    pod_flags = {}
-    version = parse_version(p["kube_version"]) if p["kube_version"] else None
-    host_path, container_path, own_volume = p["config_path"], p["config_path"], True
-    try:
-        if manifest_docs is not None:
-            if len(manifest_docs) != 1:
-                raise PodError("expected one YAML document")
-            pod = manifest_docs[0]
-            container = find_container(pod, p["container"])
-            pod_flags = flag_values(container.get("command") or container.get("args") or [])
-            version = version or version_from_image(container.get("image"))
-            current = pod_flags.get("--config")
-            if current:
-                mounted = volumes(pod, container)
-                resolved = resolve_host_path(current, mounted)
-                if resolved is None:
-                    raise PodError("--config=%s is on no hostPath volume the container mounts" % current)
-                own_volume = any(v["name"] == p["volume_name"] for v in mounted)
-                if not own_volume:
-                    host_path, container_path = resolved, current
-    except PodError as exc:
-        module.fail_json(msg="%smanifest: %s: %s. Nothing was changed." % (var, p["manifest"], exc))
-    try:
-        if kubeadm_docs is not None:
-            cluster = cluster_configuration(kubeadm_docs)
-            version = version or parse_version(cluster.get("kubernetesVersion"))
-            current = get_args(cluster, "scheduler").get("config")
-            if pod is None and current and current != p["config_path"]:
-                vols = [dict(name=v.get("name"), host_path=v.get("hostPath"), mount_path=v.get("mountPath"))
-                        for v in (cluster.get("scheduler") or {}).get("extraVolumes") or [] if isinstance(v, dict)]
-                resolved = resolve_host_path(current, vols)
-                if resolved is None:
-                    raise KubeadmError("scheduler.extraArgs.config=%s is on no scheduler.extraVolumes entry" % current)
-                if not any(v["name"] == p["volume_name"] for v in vols):
-                    host_path, container_path, own_volume = resolved, current, False
-    except KubeadmError as exc:
-        module.fail_json(msg="%skubeadm_config: %s: %s. Nothing was changed." % (var, kubeadm_path, exc))
-
-    config_text, config_docs = load(host_path, "config_path")
-    try:
-        if config_docs is not None and len([d for d in config_docs if d is not None]) != 1:
-            raise SchedulerConfigError("expected one YAML document")
-        old_cfg = config_docs[0] if config_docs else None
-        before_cfg = yaml.safe_load(config_text) if config_text else None
-        api_version = old_cfg.get("apiVersion") if isinstance(old_cfg, dict) else api_version_for(version)
-        cfg = merge(old_cfg, api_version, p["profile"], p["strategy"], p["resources"], p["fit_weight"],
-                    p["balanced_allocation_weight"], p["percentage_of_nodes_to_score"], p["shape"],
-                    p["replace_default"], default_spreading=p["system_default_spreading"])
-        carried = carry_flags(cfg, pod_flags)
-    except SchedulerConfigError as exc:
-        module.fail_json(msg="%sconfig_path: %s: %s. Nothing was changed." % (var, host_path, exc))
-    if cfg == before_cfg:
-        new_config_text = config_text
-    else:
-        new_config_text = yaml.safe_dump(cfg, default_flow_style=False, sort_keys=False)
-    digest = content_hash(new_config_text)
-
-    writes = []  # (path, old text, new text, mode), in the order they are written
-    if new_config_text != config_text:
-        writes.append((host_path, config_text, new_config_text, 0o644))
-    wired = []
-    edit = kubeadm_edit(container_path, own_volume, p["volume_name"], host_path, digest)
-    if cluster is not None:
-        wired.append(kubeadm_path)
-        before_cluster = yaml.safe_dump(cluster, sort_keys=True)
-        try:
-            edit(cluster)
-        except KubeadmError as exc:
-            module.fail_json(msg="%skubeadm_config: %s: %s. Nothing was changed." % (var, kubeadm_path, exc))
-        if yaml.safe_dump(cluster, sort_keys=True) != before_cluster:
-            writes.append((kubeadm_path, kubeadm_text,
-                           yaml.safe_dump_all(kubeadm_docs, default_flow_style=False, sort_keys=False), 0o600))
-    try:
-        sync = kubeadm_plan(yaml, module.run_command, module.get_bin_path("kubeadm"), dict(p["kubeadm"], config=""),
+    def record(edit):
+        return kubeadm_plan(yaml, module.run_command, module.get_bin_path("kubeadm"), dict(p["kubeadm"], config=""),
                             edit, var)
+
+    try:
+        wiring = plan(yaml, p, read_text, record)
+    except WiringError as exc:
+        module.fail_json(msg="%s. Nothing was changed." % exc)
     except SyncError as exc:
         module.fail_json(msg="%skubeadm_record: %s. Nothing was changed." % (var, exc))
-    wired += sync.labels
-    order = sync.extra_names("scheduler") if sync.sources else (
-        arg_names(cluster, "scheduler") if cluster is not None else None)
-    manifest_changed = False
-    if pod is not None:
-        wired.append(p["manifest"])
-        key = "command" if container.get("command") else "args"
-        argv, changed = set_flags(container.get(key) or [], {"--config": container_path})
-        container[key] = argv
-        mounted = own_volume and set_mount(pod, container, p["volume_name"], host_path, container_path)
-        if order is None:
-            noted = set_annotation(pod, ANNOTATION, digest)
-        else:  # kubeadm renders this manifest: the digest as the env kubeadm renders too, no annotation of ours
-            noted = set_annotation(pod, ANNOTATION, None)
-            noted = set_env(container, ENV, digest) or noted
-            noted = kubeadm_order(pod, container, key, order) or noted
-        if changed or mounted or noted:
-            manifest_changed = True
-            writes.append((p["manifest"], manifest_text,
-                           yaml.safe_dump(pod, default_flow_style=False, sort_keys=False), 0o600))
-
-    result = dict(changed=bool(writes or sync.changed), changed_files=[w[0] for w in writes] + sync.changed,
-                  config_path=host_path,
-                  container_config_path=container_path, api_version=api_version, config_sha256=digest, wired=wired,
-                  carried_flags=carried, restarted=False)
+    result = wiring.result()
     if module._diff:
-        result["diff"] = [dict(before=old or "", after=new, before_header=path, after_header=path)
-                          for path, old, new, _mode in writes] + sync.diffs()
-    if module.check_mode or not (writes or sync.changed):
+        result["diff"] = wiring.diff()
+    if module.check_mode or not wiring.changed:
         module.exit_json(**result)
-
-    def put_back(done):
-        for path, old, _new, mode in reversed(done):
-            if old is None:
-                os.unlink(path)
-            else:
-                atomic_write(path, old, mode=mode)
-
-    done = []
-    written_at = None
     try:
-        for path, old, new, mode in writes:
-            parent = os.path.dirname(path)
-            if parent and not os.path.isdir(parent):
-                os.makedirs(parent, 0o755)
-            if path == p["manifest"]:
-                written_at = uptime_ticks()
-            atomic_write(path, new, mode=mode)
-            done.append((path, old, new, mode))
-    except (IOError, OSError) as exc:
-        put_back(done)
-        module.fail_json(msg="writing %s failed: %s; the files written before it were put back" % (path, exc),
-                         **result)
-    if manifest_changed and p["wait_timeout"] > 0:
-        # --bind-address and --secure-port: the module leaves both as they were
-        why = wait_restarted("kube-scheduler", written_at, answers_ok(healthz_url(pod_flags)), p["wait_timeout"],
-                             needle="--config=" + container_path)
-        if why:
-            put_back(done)
-            module.fail_json(msg="kube-scheduler did not come back on %s within %ds (%s): %s were put back as "
-                                 "they were, and the kubelet restarts the scheduler on the old manifest"
-                             % (container_path, p["wait_timeout"],
-                                "no new process with --config" if why.startswith("no new") else "/healthz is not ok",
-                                ", ".join(w[0] for w in done)), **result)
-        result["restarted"] = True
+        result["restarted"] = write(wiring, p["wait_timeout"])
+    except WriteError as exc:
+        module.fail_json(msg=str(exc), **result)
     try:
-        sync.write()  # kubeadm's record last: once the scheduler runs with what it records
+        wiring.sync.write()  # kubeadm's record last: once the scheduler runs with what it records
     except SyncError as exc:
         module.fail_json(msg="%skubeadm_record: %s. The files are written and the scheduler runs with them: run "
                              "again to record it." % (var, exc), **result)
