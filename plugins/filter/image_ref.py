@@ -41,12 +41,13 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-_archive = LazyModule("module_utils._image_archive")  # imported at the first call, not with this file
+_ref = LazyModule("module_utils.images.ref")  # imported at the first call, not with this file
+_sidecar = LazyModule("module_utils.images.sidecar")
 
 
 def image_ref(ref):
     try:
-        return _archive.normalize_ref(str(ref))
+        return _ref.normalize_ref(str(ref))
     except ValueError as exc:
         raise AnsibleFilterError("image_ref: %s" % exc) from exc
 
@@ -54,7 +55,7 @@ def image_ref(ref):
 def image_ref_errors(refs):
     """The references of a list that are not image references, each with the reason (for validation)."""
     errors = []
-    normalize_ref = _archive.normalize_ref
+    normalize_ref = _ref.normalize_ref
     for ref in refs if isinstance(refs, (list, tuple)) else [refs]:
         try:
             normalize_ref(ref)
@@ -65,7 +66,7 @@ def image_ref_errors(refs):
 
 def sidecar_url(url):
     try:
-        return _archive.sidecar_url(str(url))
+        return _sidecar.sidecar_url(str(url))
     except ValueError as exc:
         raise AnsibleFilterError("sidecar_url: %s" % exc) from exc
 
@@ -73,7 +74,7 @@ def sidecar_url(url):
 def url_errors(url):
     """Why `url` cannot be an archive URL (for validation), or an empty string."""
     try:
-        _archive.sidecar_url(str(url))
+        _sidecar.sidecar_url(str(url))
     except ValueError as exc:
         return str(exc)
     return ""

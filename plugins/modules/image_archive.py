@@ -272,20 +272,45 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
 from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive_node import (
-    PAUSE_ARGUMENT_SPEC,
-    holds,
-    pause_check,
-    validate_pause,
-)
 from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
     NODE_STATE_ARGUMENT_SPEC,
     finish,
     nested_spec,
     require_content,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.archive import (
+    ensure_loaded,
+    save,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.compression import (
+    detect_compression,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.files import (
+    ArchiveError,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.index import (
+    read_index,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.node import (
+    PAUSE_ARGUMENT_SPEC,
+    holds,
+    pause_check,
+    validate_pause,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.ref import (
+    normalize_ref,
+    parse_sha256,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.sidecar import (
+    read_sidecar,
+    sidecar_path,
+    sidecar_text,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.store import (
+    Runner,
+    Store,
 )
 
 LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}
@@ -306,7 +331,7 @@ def validate(module):
         refs = []
         for ref in p["images"]:
             try:
-                refs.append(ia.normalize_ref(ref))
+                refs.append(normalize_ref(ref))
             except ValueError as exc:
                 module.fail_json(msg="images: %s" % exc)
         low, high, default = LEVELS[p["compression"]]
@@ -321,7 +346,7 @@ def validate(module):
         module.fail_json(msg="only_if_placed: needs checksum, the sha256 the node's sidecar must name")
     if p["checksum"] is not None:
         try:
-            ia.parse_sha256(p["checksum"])
+            parse_sha256(p["checksum"])
         except ValueError as exc:
             module.fail_json(msg="checksum: %s" % exc)
     if p["pin"] and p["runtime"] != "containerd":
@@ -346,7 +371,7 @@ def nothing_loaded(p):
     """The result of a call that read no archive and loaded nothing (state=placed, or only_if_placed on a node that
     does not hold the archive), in the shape of a load's."""
     return dict(changed=False, archive=p["path"], runtime=p["runtime"], images=[], loaded=[], kept=[], pinned=[],
-                bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(p["path"]))
+                bytes_read=0, sha256=None, size=None, sidecar=sidecar_path(p["path"]))
 
 
 def saved(module, store, refs, level):
@@ -359,18 +384,18 @@ def saved(module, store, refs, level):
                          % (store.runtime, ", ".join(absent)))
     key = "id" if store.runtime == "docker" else "manifest"
     want = dict((r, have[r][key]) for r in refs)
-    sidecar = ia.read_sidecar(path)
+    sidecar = read_sidecar(path)
     current = None
     bytes_read = 0
     if sidecar and os.path.isfile(path) and sidecar.get("size") == os.path.getsize(path) \
-            and sidecar.get("compression") == p["compression"] and ia.detect_compression(path) == p["compression"]:
+            and sidecar.get("compression") == p["compression"] and detect_compression(path) == p["compression"]:
         try:
-            index, bytes_read = ia.read_index(path)
+            index, bytes_read = read_index(path)
             current = dict((i["ref"], i.get(key)) for i in index["images"])
-        except ia.ArchiveError:
+        except ArchiveError:
             current = None
     before = lines(current, current.get) if current else ""
-    result = dict(archive=path, runtime=store.runtime, sidecar=ia.sidecar_path(path), loaded=[], pinned=[],
+    result = dict(archive=path, runtime=store.runtime, sidecar=sidecar_path(path), loaded=[], pinned=[],
                   bytes_read=bytes_read, diff=dict(before=before, after=lines(want, want.get)))
     if current == want:
         result.update(changed=False, kept=refs, sha256=sidecar["sha256"], size=sidecar["size"],
@@ -380,10 +405,10 @@ def saved(module, store, refs, level):
                   images=[dict(ref=r, id=have[r]["id"], manifest=have[r]["manifest"], action="saved") for r in refs])
     if module.check_mode:
         return result
-    doc = ia.save(store, refs, path, p["compression"], level)
-    text = ia.sidecar_text(doc)
-    if read_text(ia.sidecar_path(path)) != text:
-        atomic_write(ia.sidecar_path(path), text)
+    doc = save(store, refs, path, p["compression"], level)
+    text = sidecar_text(doc)
+    if read_text(sidecar_path(path)) != text:
+        atomic_write(sidecar_path(path), text)
     result.update(sha256=doc["sha256"], size=doc["size"],
                   images=[dict(ref=i["ref"], id=i["id"], manifest=i["manifest"], action="saved") for i in doc["images"]])
     return result
@@ -395,9 +420,9 @@ def loaded(module, store):
     if module.check_mode and not os.path.exists(path):
         # An earlier task of the same run places it (a copy predicted in check mode): every image would load.
         return dict(changed=True, archive=path, runtime=store.runtime, images=[], loaded=[], kept=[], pinned=[],
-                    bytes_read=0, sha256=None, size=None, sidecar=ia.sidecar_path(path),
+                    bytes_read=0, sha256=None, size=None, sidecar=sidecar_path(path),
                     msg="%s is not there yet: in a real run it is placed first, then loaded" % path)
-    res = ia.ensure_loaded(store, path, checksum=p["checksum"], pin=p["pin"], default_root=p["store_path"],
+    res = ensure_loaded(store, path, checksum=p["checksum"], pin=p["pin"], default_root=p["store_path"],
                            check=module.check_mode)
     key = "id" if store.runtime == "docker" else "manifest"
     have = store.images() if not module.check_mode and res["changed"] else None
@@ -409,7 +434,7 @@ def loaded(module, store):
         after = "".join("%s %s\n" % (r, have[r][key] or have[r]["id"]) for r in sorted(refs) if r in have)
     else:
         after = lines(archive_keys, archive_keys.get)
-    res.update(diff=dict(before=before, after=after), sidecar=ia.sidecar_path(path), size=os.path.getsize(path))
+    res.update(diff=dict(before=before, after=after), sidecar=sidecar_path(path), size=os.path.getsize(path))
     return res
 
 
@@ -447,7 +472,7 @@ def main():
     tool = "docker" if p["runtime"] == "docker" else "ctr"
     if p["state"] != "placed" and module.get_bin_path(tool) is None:
         module.fail_json(msg="runtime: %s is not installed on this node (%s not found)" % (p["runtime"], tool))
-    store = ia.Store(ia.Runner(run=module.run_command), p["runtime"], p["namespace"])
+    store = Store(Runner(run=module.run_command), p["runtime"], p["namespace"])
     try:
         if p["state"] == "saved":
             result = saved(module, store, refs, level)
@@ -455,7 +480,7 @@ def main():
             result = loaded(module, store)
         else:
             result = nothing_loaded(p)
-    except ia.ArchiveError as exc:
+    except ArchiveError as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:
         module.fail_json(msg="%s: %s" % (p["path"], exc))

@@ -69,7 +69,7 @@ pause_conflicts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._image_archive_node import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.images.node import (
     PAUSE_ARGUMENT_SPEC,
     node_sidecar,
     pause_check,

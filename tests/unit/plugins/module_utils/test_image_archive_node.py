@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive_node as node
+from ansible_collections.kubescale.tuning.plugins.module_utils.images import node
 
 SHA = "ab" * 32
 

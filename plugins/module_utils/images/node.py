@@ -5,15 +5,19 @@
 """Private: what image_archive and image_archive_info ask of a node before anything changes on it - whether its
 kubelet and runtime name the pause image being preloaded, and whether it already holds an archive.
 
-Kept out of _image_archive.py: that file is also installed on nodes as the boot-time loader, which needs neither.
+Kept out of the standard-library modules the boot-time loader takes to nodes (images.boot), which needs neither.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _image_archive as ia
 from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+
+from .files import ArchiveError
+from .pause import conflict_message, pause_conflicts
+from .ref import normalize_ref, parse_sha256
+from .sidecar import read_sidecar
 
 PAUSE_ARGUMENT_SPEC = dict(
     pause_image=dict(type="str"),
@@ -27,7 +31,7 @@ def validate_pause(module):
     """Fail naming pause_image unless it is unset or an image reference (before anything is read)."""
     if module.params["pause_image"] is not None:
         try:
-            ia.normalize_ref(module.params["pause_image"])
+            normalize_ref(module.params["pause_image"])
         except ValueError as exc:
             module.fail_json(msg="pause_image: %s" % exc)
 
@@ -46,11 +50,11 @@ def pause_check(module, **result):
         except (IOError, OSError) as exc:
             module.fail_json(msg="pause_sources: cannot read %s: %s" % (path, exc))
     try:
-        conflicts = ia.pause_conflicts(sources, p["pause_image"])
-    except ia.ArchiveError as exc:
+        conflicts = pause_conflicts(sources, p["pause_image"])
+    except ArchiveError as exc:
         module.fail_json(msg=str(exc))
     if conflicts and p["fail_on_conflict"]:
-        module.fail_json(msg=ia.conflict_message(p["pause_variable"], p["pause_image"], conflicts),
+        module.fail_json(msg=conflict_message(p["pause_variable"], p["pause_image"], conflicts),
                          pause_conflicts=conflicts, **result)
     return conflicts
 
@@ -59,12 +63,12 @@ def node_sidecar(path):
     """The sidecar beside the archive at path, {} when the node has none or it is not valid JSON (it names no
     archive: the caller places the archive and its sidecar again)."""
     try:
-        return ia.read_sidecar(path) or {}
-    except ia.ArchiveError:
+        return read_sidecar(path) or {}
+    except ArchiveError:
         return {}
 
 
 def holds(path, checksum):
     """True when the node's sidecar beside path names the archive whose sha256 is checksum (sha256:<hex> or <hex>):
     the archive was placed whole, as the sidecar follows it."""
-    return str(node_sidecar(path).get("sha256") or "").lower() == ia.parse_sha256(checksum)
+    return str(node_sidecar(path).get("sha256") or "").lower() == parse_sha256(checksum)
