@@ -10,7 +10,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PY_COLORS := 0
 export ANSIBLE_FORCE_COLOR := 0
 PYTHON := $(VENV)/bin/python
-LAB := /usr/bin/python3 lab/lab.py
+LAB := /usr/bin/python3 -m lab
 
 .PHONY: deps image lab lab-down lab-status site test lint sanity unit azure-inventory molecule lab-test bench bake packer-validate ee ee-test
 
@@ -71,7 +71,7 @@ ee-test: lab ee
 unit: deps
 	pytest -q -rs tests/unit
 
-# inventories/azure/azure_rm.yml through the azure_rm plugin against the recorded ARM on loopback (lab/azure_arm.py).
+# inventories/azure/azure_rm.yml through the azure_rm plugin against the recorded ARM on loopback (tests/azure/arm_replay.py).
 azure-inventory: deps
 	pytest -q -rs --durations=3 tests/azure
 
@@ -110,21 +110,21 @@ test: deps
 
 bench: deps
 	LAB_CPU_NODES=$${LAB_CPU_NODES:-20} $(LAB) up
-	$(PYTHON) bench/sysctl_one_call.py
-	$(PYTHON) bench/disk_latency_vs_fio.py
-	$(PYTHON) bench/preload_vs_per_image.py
-	$(PYTHON) bench/azure_inventory.py --json bench/azure_inventory.json
+	$(PYTHON) -m bench.sysctl_one_call
+	$(PYTHON) -m bench.disk_latency_vs_fio
+	$(PYTHON) -m bench.preload_vs_per_image
+	$(PYTHON) -m bench.azure_inventory --json bench/azure_inventory.json
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
-	$(PYTHON) bench/audit.py
-	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
-	$(PYTHON) bench/fleet.py --classes kube_node_cpu,kube_node_gpu --sizes 20 --first-sizes '' --out bench/fleet_workers_n20
-	$(PYTHON) bench/fleet.py --classes etcd_events,etcd --sizes 1,2,3 --first-sizes '' --baseline 614c592 --out bench/fleet_clusters
-	$(PYTHON) bench/fleet.py --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline 9bec3b7 --out bench/fleet_control_plane_ha
-	$(PYTHON) bench/dns_spread_nodes.py --nodes 50,500,2500 --rounds 3 --baseline 9bec3b7
-	$(PYTHON) bench/binpack.py --nodes 1000 --rounds 2
-	$(PYTHON) bench/agent_polling.py --agents 200 --pods 1000
-	$(PYTHON) bench/ansible_cfg.py --class kube_node_cpu --nodes 20 --rounds 2
-	$(PYTHON) bench/check_tasks.py --rounds 5
-	$(PYTHON) bench/worker_cpu.py --rounds 3
-	$(PYTHON) bench/skip_cost.py --rounds 3
-	$(PYTHON) bench/preload_url.py --nodes 20 --rounds 2
+	$(PYTHON) -m bench.audit
+	$(PYTHON) -m bench.fleet --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
+	$(PYTHON) -m bench.fleet --classes kube_node_cpu,kube_node_gpu --sizes 20 --first-sizes '' --out bench/fleet_workers_n20
+	$(PYTHON) -m bench.fleet --classes etcd_events,etcd --sizes 1,2,3 --first-sizes '' --baseline 614c592 --out bench/fleet_clusters
+	$(PYTHON) -m bench.fleet --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline 9bec3b7 --out bench/fleet_control_plane_ha
+	$(PYTHON) -m bench.dns_spread_nodes --nodes 50,500,2500 --rounds 3 --baseline 9bec3b7
+	$(PYTHON) -m bench.binpack --nodes 1000 --rounds 2
+	$(PYTHON) -m bench.agent_polling --agents 200 --pods 1000
+	$(PYTHON) -m bench.ansible_cfg --class kube_node_cpu --nodes 20 --rounds 2
+	$(PYTHON) -m bench.check_tasks --rounds 5
+	$(PYTHON) -m bench.worker_cpu --rounds 3
+	$(PYTHON) -m bench.skip_cost --rounds 3
+	$(PYTHON) -m bench.preload_url --nodes 20 --rounds 2

@@ -20,7 +20,7 @@ user's) GET latency p50/p99, one request every 50 ms; the agents' requests per s
 agent responses whose X-Kubernetes-PF-FlowSchema-UID header names the agents' FlowSchema.
 Writes bench/agent_polling.json.
 
-    .venv/bin/python bench/agent_polling.py [--agents 200] [--pods 1000] [--interval 10] [--seconds 60] [--rounds 1]
+    .venv/bin/python -m bench.agent_polling [--agents 200] [--pods 1000] [--interval 10] [--seconds 60] [--rounds 1]
 """
 
 import argparse
@@ -31,18 +31,16 @@ import os
 import ssl
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
 import yaml
 
+from bench.binpack import kubectl  # the same kubectl with the lab's admin kubeconfig
+from lab import controlplane
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "lab"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import controlplane  # noqa: E402
-from binpack import kubectl  # noqa: E402  (the same kubectl with the lab's admin kubeconfig)
 
 PODS_NS = "kubescale-agents-pods"
 AGENTS_NS = "kubescale-agents"

@@ -22,17 +22,15 @@ Figures per variant: controller CPU-s per node (user + sys of ansible-playbook a
 median over the rounds, and the ratio to house. Fact caching is not a variant: the class playbooks gather no facts
 (gather_facts: false, gathering = explicit), so there is nothing to cache. Writes bench/ansible_cfg.json.
 
-    .venv/bin/python bench/ansible_cfg.py [--class kube_node_cpu] [--nodes 10] [--rounds 2]
+    .venv/bin/python -m bench.ansible_cfg [--class kube_node_cpu] [--nodes 10] [--rounds 2]
 """
 
 import argparse
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fleet  # noqa: E402  (the same lab sizing, run and counting as bench/fleet.py)
+from bench import fleet  # the same lab sizing, run and counting as bench/fleet.py
 
 # [defaults] settings that have no environment variable: the variant runs with a copy of ansible.cfg that sets them.
 CFG_VARIANTS = {"poll-1ms": ("internal_poll_interval", "0.001")}

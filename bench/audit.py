@@ -8,7 +8,7 @@ with fleet_audit_measure_latency (an fdatasync measurement on every SSD).
 
 The projection to a fleet assumes the controller's CPU is the limit: CPU-s per node x nodes / cores.
 
-    .venv/bin/python bench/audit.py [--rounds 3] [--min-nodes 20]
+    .venv/bin/python -m bench.audit [--rounds 3] [--min-nodes 20]
 """
 
 import argparse

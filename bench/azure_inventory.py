@@ -1,6 +1,6 @@
 """Benchmark: the Azure inventory of a 2,500-VM subscription, kubescale.tuning.azure_rm beside azure.azcollection's.
 
-lab/azure_arm.py generates the subscription (scale sets of 500: 3 in 5 Uniform Standard_D15_v2, 2 in 5 Flexible
+tests/azure/arm_replay.py generates the subscription (scale sets of 500: 3 in 5 Uniform Standard_D15_v2, 2 in 5 Flexible
 Standard_NC24s_v3, ARM pages of 100) and serves it on 127.0.0.1. Two inventories run against it, alternating in each
 round (the same machine load):
 
@@ -20,7 +20,7 @@ For each: wall time, the controller's CPU seconds (user+sys of ansible-inventory
 server saw: HTTP requests on the wire and API calls (entries of a /batch count one each). The replay answers in
 microseconds, so wall time here is the controller's own cost; against Azure add its latency per round of requests.
 
-    .venv/bin/python bench/azure_inventory.py [--vms 2500] [--page-size 100] [--rounds 1] [--json FILE]
+    .venv/bin/python -m bench.azure_inventory [--vms 2500] [--page-size 100] [--rounds 1] [--json FILE]
 """
 
 import argparse
@@ -34,9 +34,9 @@ import sys
 import tempfile
 import time
 
+from tests.azure import arm_replay
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "lab"))
-import azure_arm  # noqa: E402
 
 INVENTORY = os.path.join(REPO, "inventories", "azure", "azure_rm.yml")
 BASELINE = os.path.join(REPO, "tests", "azure", "baseline")
@@ -96,7 +96,7 @@ def main():
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
 
-    server = azure_arm.Arm(azure_arm.Subscription.generate(args.vms), page_size=args.page_size).start()
+    server = arm_replay.Arm(arm_replay.Subscription.generate(args.vms), page_size=args.page_size).start()
     work = tempfile.mkdtemp(prefix="kubescale-inventory-bench-")
     baseline = os.path.join(work, "baseline", "azure_rm.yml")
     os.makedirs(os.path.dirname(baseline))

@@ -18,7 +18,7 @@ every pod is bound, then records:
 
 and deletes the pods. Writes bench/binpack.json and bench/binpack.png (pods per node, nodes sorted, both profiles).
 
-    .venv/bin/python bench/binpack.py [--nodes 1000] [--rounds 2] [--fill 0.4] [--seed 7]
+    .venv/bin/python -m bench.binpack [--nodes 1000] [--rounds 2] [--fill 0.4] [--seed 7]
 """
 
 import argparse
@@ -28,13 +28,12 @@ import math
 import os
 import random
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from lab import controlplane
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "lab"))
-import controlplane  # noqa: E402
 
 NS = "kubescale-binpack-bench"
 LABEL = "kubescale.io/bench"

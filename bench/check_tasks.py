@@ -10,7 +10,7 @@ nothing reaches a node) for every lab CPU worker, from a checkout of --baseline 
 after round in this one process so both see the same machine. Reports the controller CPU-s (user + sys of
 ansible-playbook and its children) per host, their medians and the ratio; writes bench/check_tasks.json.
 
-    .venv/bin/python bench/check_tasks.py [--baseline 3eca6ed] [--rounds 5]
+    .venv/bin/python -m bench.check_tasks [--baseline 3eca6ed] [--rounds 5]
 """
 
 import argparse
@@ -18,11 +18,10 @@ import json
 import os
 import statistics
 import subprocess
-import sys
+
+from bench import fleet  # the lab's hosts and a worktree of a revision
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-import fleet  # noqa: E402  (the lab's hosts and a worktree of a revision)
 
 PLAYBOOK = """---
 - name: The worker roles' variable checks alone

@@ -6,7 +6,7 @@ Both run alternately ROUNDS times in this one process (same disk, same load). Re
 p99s (median over rounds), their ratio, and the module's run time. Targets: p99 within 25% of fio's,
 module run time <= 10 s.
 
-    .venv/bin/python bench/disk_latency_vs_fio.py [--dir /var/tmp/kubescale-bench] [--rounds 5]
+    .venv/bin/python -m bench.disk_latency_vs_fio [--dir /var/tmp/kubescale-bench] [--rounds 5]
 
 The module runs as Ansible runs it (ansible localhost -m kubescale.tuning.disk_latency), so its run
 time includes Ansible's own start-up.

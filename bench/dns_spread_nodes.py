@@ -11,7 +11,7 @@ Figures: controller CPU-s per run (user + sys of ansible-playbook and its childr
 and wall, the median over the rounds. Writes bench/dns_spread_nodes.json and .png, then puts the lab back to its
 LAB_KWOK_NODES (50) Nodes.
 
-    .venv/bin/python bench/dns_spread_nodes.py [--nodes 50,500,2500] [--rounds 3] [--baseline 9bec3b7]
+    .venv/bin/python -m bench.dns_spread_nodes [--nodes 50,500,2500] [--rounds 3] [--baseline 9bec3b7]
 """
 
 import argparse
@@ -19,12 +19,9 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab"))
-import controlplane  # noqa: E402  (the lab's kwok Nodes)
-import fleet  # noqa: E402  (the lab, worktrees and measured runs of bench/fleet.py)
+from bench import fleet  # the lab, worktrees and measured runs of bench/fleet.py
+from lab import controlplane  # the lab's kwok Nodes
 
 ARGS = ["-l", "cp-1", "--tags", "kubescale_dns_spread"]
 

@@ -13,7 +13,7 @@ etcd (three static pod members, the lab's kube-apiserver stores its objects ther
      measures both disks first; its figures are reported);
   4. measure again, the same way, in the same run.
 
-    make lab && (make site once) && .venv/bin/python bench/etcd_disk.py [--delay 2ms] [--configmaps 300]
+    make lab && (make site once) && .venv/bin/python -m bench.etcd_disk [--delay 2ms] [--configmaps 300]
 
 Not part of `make test`: it moves the kubeadm members twice (~3 minutes). Leaves them on the SSD, as `make site` does.
 """
@@ -32,9 +32,9 @@ import urllib.request
 
 import yaml
 
+from lab import controlplane
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "lab"))
-import controlplane  # noqa: E402
 
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"

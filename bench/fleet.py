@@ -20,7 +20,7 @@ bench/fleet.json, a PNG of CPU-s per node against N (bench/fleet.png), and a pro
   controller CPU for 2,500 nodes = a + b * 2500; its wall on 16 cores is at least that divided by 16 (the
   controller is CPU-bound once forks >= 16 keep every core busy; network waits overlap).
 
-    .venv/bin/python bench/fleet.py [--classes kube_node_cpu,kube_node_gpu] [--sizes 5,10,20,40]
+    .venv/bin/python -m bench.fleet [--classes kube_node_cpu,kube_node_gpu] [--sizes 5,10,20,40]
                                     [--first-sizes 20] [--baseline 9e821b0]
 """
 
@@ -35,9 +35,9 @@ import sys
 import tempfile
 import time
 
+from lab import nodes as labnodes  # the lab's own node table and removal
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "lab"))
-import nodes as labnodes  # noqa: E402  (the lab's own node table and removal)
 
 PLAYBOOKS = {"kube_node_cpu": "node_cpu.yml", "kube_node_gpu": "node_gpu.yml", "etcd": "etcd.yml",
              "etcd_events": "etcd_events.yml", "kube_control_plane": "control_plane.yml"}
@@ -80,7 +80,7 @@ def lab_up(counts):
     env = dict(os.environ)
     for group, row in class_table().items():
         env[row[1]] = str(counts[group])
-    subprocess.run([sys.executable, os.path.join(REPO, "lab", "lab.py"), "up"], check=True, env=env,
+    subprocess.run([sys.executable, "-m", "lab", "up"], check=True, env=env, cwd=REPO,
                    stdout=subprocess.DEVNULL)
 
 

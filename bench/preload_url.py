@@ -13,7 +13,7 @@ network (lab/blob.py, the stand-in for Azure Blob storage). Measured per way:
 
 The ways alternate round after round in one run. Writes bench/preload_url.json.
 
-    .venv/bin/python bench/preload_url.py [--nodes 20] [--rounds 2]
+    .venv/bin/python -m bench.preload_url [--nodes 20] [--rounds 2]
 """
 
 import argparse
@@ -22,14 +22,10 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fleet  # noqa: E402  (lab sizing and node names)
-
-sys.path.insert(0, os.path.join(fleet.REPO, "lab"))
-from blob import Blob  # noqa: E402
+from bench import fleet  # lab sizing and node names
+from lab.blob import Blob
 
 DIR = "/opt/kubescale/images"
 CACHE = os.path.join(fleet.REPO, "lab", ".state", "images", "preload.tar.zst")

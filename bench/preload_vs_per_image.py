@@ -12,7 +12,7 @@ round so they see the same machine load:
 Every load starts from a store without any of the five images. Reports the archive sizes, median load times,
 their ratios, and the archive's re-run (images present: digest comparison only) time and bytes read.
 
-    .venv/bin/python bench/preload_vs_per_image.py [--rounds 3] [--base-mb 300]
+    .venv/bin/python -m bench.preload_vs_per_image [--rounds 3] [--base-mb 300]
 """
 
 import argparse

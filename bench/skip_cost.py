@@ -8,7 +8,7 @@ meta): no tasks, TASKS skipped `debug` tasks, and TASKS `meta: end_role` tasks w
 round after round in this one process. Reports the controller CPU-s (user + sys of ansible-playbook and its
 children) each adds per task and host over the empty play, medians; writes bench/skip_cost.json.
 
-    .venv/bin/python bench/skip_cost.py [--rounds 3] [--tasks 20]
+    .venv/bin/python -m bench.skip_cost [--rounds 3] [--tasks 20]
 """
 
 import argparse

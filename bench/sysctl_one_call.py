@@ -6,7 +6,7 @@ then their idempotent re-runs alternate ROUNDS times in this one process, so bot
 machine load. Reports median wall time, controller CPU (user+sys of ansible-playbook and all its
 children), their ratios, and module executions per host.
 
-    .venv/bin/python bench/sysctl_one_call.py [--rounds 7] [--limit kube_node_cpu]
+    .venv/bin/python -m bench.sysctl_one_call [--rounds 7] [--limit kube_node_cpu]
 """
 
 import argparse

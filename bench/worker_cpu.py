@@ -15,13 +15,12 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from bench import fleet  # the lab's hosts, a worktree of a revision, one measured run
 
-import fleet  # noqa: E402  (the lab's hosts, a worktree of a revision, one measured run)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 GROUP = "kube_node_cpu"
 

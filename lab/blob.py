@@ -17,8 +17,8 @@ import subprocess
 import tempfile
 import time
 
-from common import LabError
-from nodes import SUBNET_PREFIX
+from .common import LabError
+from .nodes import SUBNET_PREFIX
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 GATEWAY = SUBNET_PREFIX + ".1"  # this machine's address on the lab network (docker's bridge)

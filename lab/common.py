@@ -21,7 +21,7 @@ def log(msg):
 
 
 def run(argv, check=True, capture=True, input_data=None):
-    """Run argv; with capture=False its output is shown on stderr, never on stdout: lab.py's subcommands print what
+    """Run argv; with capture=False its output is shown on stderr, never on stdout: the lab's subcommands print what
     scripts take from stdout (an image's tag), and a first build's debootstrap lines must not mix into it."""
     proc = subprocess.run(argv, input=input_data, stdout=subprocess.PIPE if capture else sys.stderr,
                           stderr=subprocess.PIPE if capture else None, text=True, check=False)

@@ -18,9 +18,9 @@ import subprocess
 import tempfile
 import time
 
-import kubeadm
-from common import PKI, PREFIX, REPO, LabError, docker, log, put_file, run
-from kubeadm import k8s_version  # noqa: F401 (the lab's and tests' name)
+from . import kubeadm
+from .common import PKI, PREFIX, REPO, LabError, docker, log, put_file, run
+from .kubeadm import k8s_version  # noqa: F401 (the lab's and tests' name)
 
 K8S_BUILD = os.path.join(REPO, "lab", "k8s", "build.sh")
 K8S_PKI = os.path.join(PKI, "k8s")

@@ -4,7 +4,7 @@ import os
 import tempfile
 import time
 
-from common import STATE, LabError, run
+from .common import STATE, LabError, run
 
 DISK_SIZE = os.environ.get("LAB_DISK_SIZE", "2G")
 

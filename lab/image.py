@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import LABEL, REPO, LabError, docker, log, run
+from .common import LABEL, REPO, LabError, docker, log, run
 
 # The Azure udev rules make /dev/disk/azure/resource point at the temp disk; in the lab the node gets its emulated
 # resource disk as /dev/sdb, and this unit (lab/fixtures/lab-azure-resource-link.service) recreates the link at boot.

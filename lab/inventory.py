@@ -2,8 +2,8 @@
 
 import os
 
-from common import LABEL, PREFIX, REPO, log
-from nodes import CLASSES, INFRA_GROUPS, PARENT_GROUPS, existing_containers, inspect
+from .common import LABEL, PREFIX, REPO, log
+from .nodes import CLASSES, INFRA_GROUPS, PARENT_GROUPS, existing_containers, inspect
 
 INVENTORY = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 
@@ -21,7 +21,7 @@ def render_inventory(labelled):
             "lab_container": c,
             "lab_ip": labels.get(LABEL + ".ip", ""),
         }
-    lines = ["---", "# Written by `make lab` (lab/lab.py): the lab's nodes. Do not edit; group_vars hold settings.",
+    lines = ["---", "# Written by `make lab` (python3 -m lab up): the lab's nodes. Do not edit; group_vars hold settings.",
              "all:", "  children:"]
     for group, hosts in groups.items():
         lines.append("    %s:" % group)

@@ -25,8 +25,9 @@ import secrets
 import time
 
 import yaml
-from common import PKI, PREFIX, REPO, STATE, LabError, docker, log, put_file, run
-from nodes import K8S_MOUNT
+
+from .common import PKI, PREFIX, REPO, STATE, LabError, docker, log, put_file, run
+from .nodes import K8S_MOUNT
 
 V1BETA4 = "kubeadm.k8s.io/v1beta4"
 SERVICE_CIDR = "10.96.0.0/12"

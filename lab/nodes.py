@@ -5,8 +5,8 @@ import json
 import os
 import time
 
-from common import LABEL, PREFIX, STATE, LabError, docker, log, run
-from disks import disk_path, ensure_disk
+from .common import LABEL, PREFIX, STATE, LabError, docker, log, run
+from .disks import disk_path, ensure_disk
 
 SSH_BASE_PORT = int(os.environ.get("LAB_SSH_BASE_PORT", "22200"))
 # The nodes' own network, with a fixed address per node: etcd members name each other by address, and a

@@ -2,7 +2,7 @@
 
 import os
 
-from common import PKI, run
+from .common import PKI, run
 
 
 def ensure_etcd_ca():

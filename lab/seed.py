@@ -4,7 +4,7 @@ systemd, its environment file) on the OS disk. kubeadm's etcd members are lab/ku
 import os
 import time
 
-from common import PREFIX, REPO, LabError, docker, log, run
+from .common import PREFIX, REPO, LabError, docker, log, run
 
 # The distro package's layout (lab/fixtures/etcd.env.tmpl, str.format fields name, ip, cluster).
 with open(os.path.join(REPO, "lab", "fixtures", "etcd.env.tmpl")) as _f:

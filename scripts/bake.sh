@@ -4,8 +4,8 @@
 # kubescale-image-preload.service loaded the preloaded images at boot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base="$(/usr/bin/python3 lab/lab.py image)"
-pause="$(/usr/bin/python3 lab/lab.py pause-image)"
+base="$(/usr/bin/python3 -m lab image)"
+pause="$(/usr/bin/python3 -m lab pause-image)"
 baked=kubescale-lab-baked:latest
 node=kubescale-bake-boot
 img="$(mktemp /var/tmp/kubescale-bake-disk.XXXXXX)"

@@ -5,7 +5,7 @@
 #
 # The collection goes in as a tarball built from this checkout (ee/collections, which ee/requirements.yml names).
 # Without --lab the definition's own base image (RPM-based, from a registry) and dnf are used. With --lab (`make ee`)
-# the base image is the lab's Debian 12 one (lab/lab.py ee-base-image: no registry is reachable here) and apt-get
+# the base image is the lab's Debian 12 one (python3 -m lab ee-base-image: no registry is reachable here) and apt-get
 # the package manager, passed as build arguments. The container runtime is docker unless EE_CONTAINER_RUNTIME says.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +43,7 @@ fi
 
 args=()
 if [ -n "$lab" ]; then
-  base="$(/usr/bin/python3 lab/lab.py ee-base-image)"
+  base="$(/usr/bin/python3 -m lab ee-base-image)"
   # PKGMGR_PRESERVE_CACHE: the builder's clean step runs `$PKGMGR clean all`, which is dnf's syntax (the lab's base
   # image keeps no apt lists to clean).
   args+=(--build-arg "EE_BASE_IMAGE=$base" --build-arg PKGMGR=/usr/bin/apt-get --build-arg PKGMGR_PRESERVE_CACHE=1)

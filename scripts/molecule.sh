@@ -5,11 +5,11 @@
 # machine enough that a kubeadm etcd read polled by site_twice.sh timed out (5 s) while a member moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KUBESCALE_LAB_IMAGE="$(/usr/bin/python3 lab/lab.py image)"
+KUBESCALE_LAB_IMAGE="$(/usr/bin/python3 -m lab image)"
 # The lab's Kubernetes build (kubeadm and the control plane) for the kubeadm_stacked scenario: cached, seconds when warm
 KUBESCALE_K8S_CACHE="$(dirname "$(bash lab/k8s/build.sh | tail -1)")"
 # Debian 11 (Python 3.9, no tomllib) for the toml_legacy scenario
-KUBESCALE_LEGACY_IMAGE="$(/usr/bin/python3 lab/lab.py legacy-image)"
+KUBESCALE_LEGACY_IMAGE="$(/usr/bin/python3 -m lab legacy-image)"
 img="$(mktemp /var/tmp/kubescale-molecule-disk.XXXXXX)"
 truncate -s 1G "$img"
 KUBESCALE_MOLECULE_DISK="$(losetup --find --show "$img")"

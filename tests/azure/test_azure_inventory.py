@@ -1,6 +1,6 @@
 """inventories/azure/azure_rm.yml, run by ansible-inventory through kubescale.tuning.azure_rm against a recorded ARM.
 
-lab/azure_arm.py serves tests/fixtures/azure/subscription.yml over HTTPS on 127.0.0.1 (cloud metadata, Entra ID token
+tests/azure/arm_replay.py serves tests/fixtures/azure/subscription.yml over HTTPS on 127.0.0.1 (cloud metadata, Entra ID token
 endpoint, the VM, scale set, scale set instance, network interface and public IP lists with nextLink paging, the
 single GETs, and /batch for azure.azcollection's plugin). The inventory file is used unchanged; only the endpoint and
 credentials come from the environment (AZURE_CLOUD_ENVIRONMENT, AZURE_*).
@@ -13,9 +13,10 @@ import shutil
 import subprocess
 import sys
 
-import azure_arm
 import pytest
 import yaml
+
+from tests.azure import arm_replay
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(REPO, "inventories", "azure", "azure_rm.yml")
@@ -29,8 +30,8 @@ BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baseline")
 @pytest.fixture(scope="module")
 def arm():
     # Pages of 3: every list (VMs, scale sets, a scale set's instances) takes several nextLink pages.
-    server = azure_arm.Arm(azure_arm.Subscription.from_file(
-        os.path.join(azure_arm.FIXTURES, "subscription.yml")), page_size=3).start()
+    server = arm_replay.Arm(arm_replay.Subscription.from_file(
+        os.path.join(arm_replay.FIXTURES, "subscription.yml")), page_size=3).start()
     yield server
     server.stop()
 
@@ -286,9 +287,9 @@ def test_one_request_at_a_time_finds_the_same_hosts(fresh, tmp_path):
 
 
 def test_a_vm_deleted_while_the_inventory_lists_it_is_left_out_with_a_warning():
-    sub = azure_arm.Subscription.from_file(os.path.join(azure_arm.FIXTURES, "subscription.yml"))
+    sub = arm_replay.Subscription.from_file(os.path.join(arm_replay.FIXTURES, "subscription.yml"))
     sub.delete_nic_of("cpu-standalone")  # still in the VM list, its network interface already gone
-    server = azure_arm.Arm(sub, page_size=3).start()
+    server = arm_replay.Arm(sub, page_size=3).start()
     try:
         out = run_inventory(server)
         stats = server.stats()
@@ -339,11 +340,11 @@ def test_the_playbook_run_fails_when_the_inventory_does(fresh):
 
 
 def test_two_vms_of_one_name_fail_the_inventory(tmp_path):
-    sub = azure_arm.Subscription("1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b",
+    sub = arm_replay.Subscription("1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b",
                                  "4f5a6b7c-8d9e-4f0a-9b1c-2d3e4f5a6b7c")
     sub.add_vm("team-a", "worker-0", "Standard_D15_v2", {})
     sub.add_vm("team-b", "worker-0", "Standard_D15_v2", {})
-    server = azure_arm.Arm(sub).start()
+    server = arm_replay.Arm(sub).start()
     try:
         out = run_inventory(server)
     finally:

@@ -2,7 +2,7 @@
 
 import time
 
-import controlplane
+from lab import controlplane
 
 
 def kubectl(*args, stdin=None, check=True, timeout="30s"):

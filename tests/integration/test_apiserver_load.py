@@ -12,12 +12,13 @@ import subprocess
 import sys
 import time
 
-import controlplane
 import pytest
 import yaml
 from kube import kubectl
 from labnode import node
 from test_etcd import ENV, playbook, recap
+
+from lab import controlplane
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")

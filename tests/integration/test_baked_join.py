@@ -16,12 +16,13 @@ import subprocess
 import tempfile
 import time
 
-import kubeadm
 import pytest
 import yaml
 from audit_lab import ENV, HOSTS, REPO
 from kube import kubectl, wait_for
 from labnode import node
+
+from lab import kubeadm
 
 pytestmark = pytest.mark.usefixtures("lab")
 IMAGE = "kubescale-lab-baked:latest"

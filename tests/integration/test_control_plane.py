@@ -9,12 +9,13 @@ import json
 import os
 import subprocess
 
-import controlplane
 import pytest
 import yaml
 from kube import wait_for
 from test_etcd import node, playbook, recap
 from test_tags import run_json
+
+from lab import controlplane
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")

@@ -9,11 +9,12 @@ import os
 import subprocess
 import sys
 
-import controlplane
 import pytest
 import yaml
 from kube import kubectl, wait_for
 from test_etcd import ENV, playbook, recap
+
+from lab import controlplane
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")

@@ -1,5 +1,5 @@
 """Against the lab, after `make site` (tests/integration/site_twice.sh) moved the main etcd (Debian's etcd 3.4, three
-members, formed by lab.py on the OS disk with 300 keys) onto the local SSDs - with --check predicting it task for
+members, formed by the lab on the OS disk with 300 keys) onto the local SSDs - with --check predicting it task for
 task, quorum polled through the whole run and a second run changing nothing: every member is on its SSD with every
 key; bad input changes nothing; a failed move restarts the member where it was; a member whose SSD was wiped rejoins;
 a rejoin that would lose quorum is refused. The tests run in order.
@@ -241,7 +241,7 @@ def test_snapshots_to_the_os_disk_on_a_timer(cluster):
 
 def test_a_wiped_member_rejoins_and_resyncs(cluster):
     old_id = [line for line in etcdctl("etcd-1", "member", "list").stdout.splitlines() if ", etcd-2, " in line]
-    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
+    subprocess.run(["/usr/bin/python3", "-m", "lab", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
                    check=True, capture_output=True)
     assert len(keys_on("etcd-2")) == 0  # the data went with the SSD
     with Poller("etcd-1") as poll:
@@ -281,7 +281,7 @@ def test_existing_left_by_a_run_that_died_inside_a_rejoin_is_set_back_to_new(clu
 def test_rejoin_is_refused_when_it_would_lose_quorum(cluster):
     node("etcd-3", "systemctl", "stop", "etcd")
     try:
-        subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
+        subprocess.run(["/usr/bin/python3", "-m", "lab", "redeploy", "etcd-2", "--disk", "blank"], cwd=REPO,
                        check=True, capture_output=True)
         members = etcdctl("etcd-1", "member", "list", check=False).stdout
         proc = playbook("playbooks/etcd.yml", "-l", "etcd-2")

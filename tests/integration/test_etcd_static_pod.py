@@ -220,7 +220,7 @@ def test_snapshots_through_kubeadms_healthcheck_certificate(cluster):
 def test_a_wiped_member_rejoins_and_resyncs(cluster):
     m = "etcd-kubeadm-2"
     old_id = [line for line in etcdctl("etcd-kubeadm-1", "member", "list").stdout.splitlines() if ", %s, " % m in line]
-    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", m, "--disk", "blank"], cwd=REPO,
+    subprocess.run(["/usr/bin/python3", "-m", "lab", "redeploy", m, "--disk", "blank"], cwd=REPO,
                    check=True, capture_output=True)
     assert len(keys_on(m)) == 0  # the data went with the SSD
     with poller("etcd-kubeadm-1") as poll:

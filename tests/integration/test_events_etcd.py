@@ -229,7 +229,7 @@ DATA = "/mnt/local-ssd/etcd-events"
 
 
 def redeploy(host):
-    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", host, "--disk", "blank"], cwd=REPO,
+    subprocess.run(["/usr/bin/python3", "-m", "lab", "redeploy", host, "--disk", "blank"], cwd=REPO,
                    check=True, capture_output=True)
 
 

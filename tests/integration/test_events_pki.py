@@ -8,14 +8,13 @@ needed)."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, ".collections"))
+from ansible_collections.kubescale.tuning.plugins.plugin_utils._x509 import due
 
-from ansible_collections.kubescale.tuning.plugins.plugin_utils._x509 import due  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 CRYPTO = ("community.crypto.openssl_privatekey", "community.crypto.openssl_csr_pipe",
           "community.crypto.x509_certificate")

@@ -23,13 +23,13 @@ import threading
 import time
 import uuid
 
-import controlplane
-import kubeadm
 import pytest
 import yaml
 from audit_lab import HOSTS, REPO, audit
 from kube import kubectl, wait_for
 from labnode import node
+
+from lab import controlplane, kubeadm
 
 pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_lock")]

@@ -21,7 +21,7 @@ def node(name, *argv):
 @pytest.mark.parametrize("name,disk", [("cpu-1", "ntfs"), ("gpu-1", "blank")])
 def test_redeploy_restores_the_ssd_and_converge_changes_nothing(name, disk):
     node(name, "sh", "-c", "echo before-redeploy > /mnt/local-ssd/canary")
-    subprocess.run(["/usr/bin/python3", "lab/lab.py", "redeploy", name, "--disk", disk], cwd=REPO, check=True)
+    subprocess.run(["/usr/bin/python3", "-m", "lab", "redeploy", name, "--disk", disk], cwd=REPO, check=True)
     mounts = node(name, "findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", "/mnt/local-ssd")
     assert re.match(r"/dev/sdb\s+ext4\s+.*noatime", mounts)
     marker = json.loads(node(name, "cat", "/var/lib/kubescale/local-ssd.wiped"))

@@ -1,12 +1,12 @@
 """The lab's decisions: its Debian mirror from the machine's apt sources (either format), the nodes and their address
 ranges, when an existing node must be recreated, the inventory it writes, kwok's Nodes and the control plane fixtures."""
 
-import image
-import inventory
-import nodes as lab_nodes
 import pytest
 import yaml
-from common import LABEL, LabError
+
+from lab import image, inventory
+from lab import nodes as lab_nodes
+from lab.common import LABEL, LabError
 
 
 def test_deb822_sources_skip_security():
@@ -63,7 +63,7 @@ def test_a_count_beyond_the_class_range_names_the_variable(monkeypatch):
 
 
 def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
-    import controlplane
+    from lab import controlplane
     monkeypatch.setenv("LAB_KWOK_NODES", "12")
     counts = controlplane.kwok_counts()
     assert counts == {"kube_node_cpu": 10, "kube_node_gpu": 2}
@@ -91,8 +91,9 @@ def test_kwok_nodes_have_the_worker_classes_sizes(monkeypatch):
 
 
 def test_the_kubeadm_configurations_are_v1beta4_of_the_pinned_release():
-    import kubeadm
     import yaml
+
+    from lab import kubeadm
     version = kubeadm.k8s_version()
     assert version.startswith("v1.") and int(version.split(".")[1]) >= 34
     members = [{"name": "etcd-kubeadm-%d" % i, "ip": "10.0.0.%d" % (5 + i)} for i in (1, 2, 3)]
@@ -201,10 +202,10 @@ def test_the_ee_base_image_follows_the_node_image_and_this_machines_ca_bundle(mo
 
 
 def test_a_shown_command_never_writes_to_stdout(capfd):
-    """lab.py's subcommands print an image's tag for scripts to take from stdout (scripts/molecule.sh): a command run
+    """The lab's subcommands print an image's tag for scripts to take from stdout (scripts/molecule.sh): a command run
     uncaptured (debootstrap on a first build) shows its output on stderr (CI's toml_legacy scenario once read
     debootstrap's lines as the image name)."""
-    import common
+    from lab import common
 
     common.run(["sh", "-c", "echo I: Retrieving Packages; echo warn >&2"], capture=False)
     out, err = capfd.readouterr()

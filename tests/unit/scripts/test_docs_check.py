@@ -1,10 +1,8 @@
 """scripts/docs_check.py: commit hashes and session history are found in user docs, and nothing else is."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
-import docs_check  # noqa: E402
+from scripts import docs_check
 
 
 def found(text):

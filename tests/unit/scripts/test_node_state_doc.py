@@ -1,19 +1,13 @@
 """scripts/node_state_doc.py: the nested node_state option documents exactly what the node_state module's own
 options and the fact fragment document, and what the modules' argument spec (NODE_STATE_OPTIONS) takes."""
 
-import os
-import sys
 
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), "scripts"))
-
-import node_state_doc  # noqa: E402
-
-from ansible_collections.kubescale.tuning.plugins.doc_fragments.fact import ModuleDocFragment as Fact  # noqa: E402
-from ansible_collections.kubescale.tuning.plugins.doc_fragments.node_state import ModuleDocFragment as F  # noqa: E402
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import NODE_STATE_OPTIONS  # noqa: E402
+from ansible_collections.kubescale.tuning.plugins.doc_fragments.fact import ModuleDocFragment as Fact
+from ansible_collections.kubescale.tuning.plugins.doc_fragments.node_state import ModuleDocFragment as F
+from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import NODE_STATE_OPTIONS
+from scripts import node_state_doc
 
 
 def test_the_committed_nested_form_is_the_generated_one():

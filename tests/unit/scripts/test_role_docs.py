@@ -1,12 +1,8 @@
 """scripts/role_docs.py: a role's README is its argument spec, rendered."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), "scripts"))
 
-import role_docs  # noqa: E402
+from scripts import role_docs
 
 SPEC = {"argument_specs": {
     "main": {"short_description": "Do C(one) thing", "description": ["First I(para).", "Second B(one)."],

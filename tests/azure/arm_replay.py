@@ -30,7 +30,7 @@ import uuid
 
 import yaml
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "azure")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "azure")
 VMSS_NIC_API = "2018-10-01"  # the only Network API version ARM serves a Uniform scale set instance's NICs under
 
 

@@ -24,13 +24,12 @@ import argparse
 import os
 import sys
 
-import controlplane
-import kubeadm
-from common import LABEL, PREFIX, LabError, docker, log
-from disks import disk_path, loop_for, wipe_disk
-from image import PAUSE_IMAGE, build_ee_base_image, build_image, build_legacy_image, ensure_pause_image
-from inventory import INVENTORY, write_inventory
-from nodes import (
+from . import controlplane, kubeadm
+from .common import LABEL, PREFIX, LabError, docker, log
+from .disks import disk_path, loop_for, wipe_disk
+from .image import PAUSE_IMAGE, build_ee_base_image, build_image, build_legacy_image, ensure_pause_image
+from .inventory import INVENTORY, write_inventory
+from .nodes import (
     ensure_host_limits,
     ensure_network,
     existing_containers,
@@ -43,8 +42,8 @@ from nodes import (
     wanted_nodes,
     why_stale,
 )
-from pki import ensure_etcd_ca
-from seed import ensure_etcd
+from .pki import ensure_etcd_ca
+from .seed import ensure_etcd
 
 
 def cmd_pause_image(_args):
@@ -143,7 +142,8 @@ def cmd_redeploy(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("image")
     p.add_argument("--force", action="store_true")
