@@ -6,19 +6,24 @@ Needs the lab's control plane with scheduler_binpack applied (make site): one ku
 (--nodes, default 1,000: four in five Standard_D15_v2 - 20 CPU, 140 GiB - and one in five Standard_NC24 - 24 CPU,
 224 GiB, 4 GPUs, tainted for GPU pods only), labelled and tainted so no other pod lands there, and removes them after.
 
-Each round, for each profile in turn (alternating which goes first), it submits the same seeded batch workload
-(--seed): small, medium and large CPU pods and 1-4 GPU pods, sized to fill --fill of the CPU class. It waits until
-every pod is bound, then records:
+For each fill (--fills, default 0.4,0.6,0.8), each round, each profile in turn (alternating which goes first), it
+submits the same seeded batch workload (--seed): small, medium and large CPU pods and 1-4 GPU pods, sized to fill that
+share of each class. It waits until the scheduler has placed every pod it can (each pod bound, or marked Unschedulable,
+and no bind for --settle seconds), then submits one large pod per class (a 16-CPU / 100 GiB pod and a 4-GPU pod, the
+seed's "large pods") and waits up to --large-wait seconds for each. It records:
 
   nodes used         nodes with at least one pod, per class
   empty nodes        nodes with none (what a cluster autoscaler could remove)
   lower bound        per class, max over cpu/memory/gpu of ceil(total requests / one node's allocatable)
   ratio              nodes used / lower bound
+  unschedulable      the batch's pods no node could take, by size (CPU / memory / GPUs)
+  large pod wait     seconds from a large pod's creation to its binding, or "not placed" after --large-wait
   schedule time      from the first pod's creation to the last pod's PodScheduled (the API server's timestamps)
 
-and deletes the pods. Writes bench/binpack.json and bench/binpack.png (pods per node, nodes sorted, both profiles).
+and deletes the pods. Writes bench/binpack.json and bench/binpack.png (pods per node at the first fill, and pods
+left unschedulable at every fill, both profiles).
 
-    .venv/bin/python -m bench.binpack [--nodes 1000] [--rounds 2] [--fill 0.4] [--seed 7]
+    .venv/bin/python -m bench.binpack [--nodes 1000] [--rounds 2] [--fills 0.4,0.6,0.8] [--seed 7]
 """
 
 import argparse
@@ -166,30 +171,90 @@ def ts(text):
     return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
-def one_run(profile, pods, names, timeout=900):
+def size_of(spec):
+    """A pod's size as the tables show it: '16 CPU / 80 GiB' or '4 GPU (20 CPU / 200 GiB)'."""
+    cpu = ("%g" % spec["cpu"])
+    if spec["gpu"]:
+        return "%d GPU (%s CPU / %d GiB)" % (spec["gpu"], cpu, spec["memory"])
+    return "%s CPU / %d GiB" % (cpu, spec["memory"])
+
+
+def unschedulable(pod):
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+               for c in pod["status"].get("conditions", []))
+
+
+def settle(profile, want, settle_s, timeout):
+    """Until every pod is bound or marked Unschedulable by the scheduler, and nothing was bound for settle_s: the
+    pods' final list."""
+    deadline = time.time() + timeout
+    last_bound, since = -1, time.time()
+    while True:
+        items = json.loads(kubectl("get", "pods", "-n", NS, "-l", "app=batch", "-o", "json",
+                                   timeout="120s").stdout)["items"]
+        bound = sum(1 for p in items if p["spec"].get("nodeName"))
+        if bound != last_bound:
+            last_bound, since = bound, time.time()
+        decided = all(p["spec"].get("nodeName") or unschedulable(p) for p in items)
+        if len(items) == want and (bound == want or (decided and time.time() - since >= settle_s)):
+            return items
+        if time.time() > deadline:
+            raise SystemExit("%s: %d of %d pods bound, the rest not yet marked Unschedulable, after %ds"
+                             % (profile, bound, want, timeout))
+        time.sleep(2)
+
+
+LARGE = {"cpu": {"class": "cpu", "cpu": 16, "memory": 100, "gpu": 0},
+         "gpu": {"class": "gpu", "cpu": 20, "memory": 200, "gpu": 4}}
+
+
+def large_pod_waits(profile, wait_s):
+    """One large pod per class, created after the batch: seconds until each is bound, None when not within wait_s."""
+    objs = []
+    for cls, spec in LARGE.items():
+        obj = pod_object(0, spec, profile)
+        obj["metadata"].update(name="large-%s" % cls, labels={"app": "large"})
+        objs.append(obj)
+    apply_list(objs)
+    created = time.time()
+    waits = {}
+    while time.time() - created < wait_s and len(waits) < len(LARGE):
+        for p in json.loads(kubectl("get", "pods", "-n", NS, "-l", "app=large", "-o", "json").stdout)["items"]:
+            cls = p["metadata"]["name"].split("-", 1)[1]
+            if cls not in waits and p["spec"].get("nodeName"):
+                done = [c for c in p["status"].get("conditions", []) if c["type"] == "PodScheduled"
+                        and c["status"] == "True"]
+                waits[cls] = max(0, ts(done[0]["lastTransitionTime"]) - ts(p["metadata"]["creationTimestamp"])) \
+                    if done else round(time.time() - created)
+        time.sleep(1)
+    return dict((cls, waits.get(cls)) for cls in LARGE)
+
+
+def one_run(profile, pods, names, settle_s=20, large_wait=60, timeout=900):
     kubectl("create", "namespace", NS)
     started = time.time()
     apply_list([pod_object(i, p, profile) for i, p in enumerate(pods)])
     submitted = time.time()
-    deadline = time.time() + timeout
-    while True:
-        items = json.loads(kubectl("get", "pods", "-n", NS, "-o", "json", timeout="120s").stdout)["items"]
-        bound = [p for p in items if p["spec"].get("nodeName")]
-        if len(bound) == len(pods):
-            break
-        if time.time() > deadline:
-            raise SystemExit("%s: %d of %d pods bound after %ds" % (profile, len(bound), len(pods), timeout))
-        time.sleep(2)
+    items = settle(profile, len(pods), settle_s, timeout)
     wall = time.time() - started
+    bound = [p for p in items if p["spec"].get("nodeName")]
     created = min(ts(p["metadata"]["creationTimestamp"]) for p in items)
-    scheduled = max(ts(c["lastTransitionTime"]) for p in items for c in p["status"].get("conditions", [])
-                    if c["type"] == "PodScheduled")
+    scheduled = max([ts(c["lastTransitionTime"]) for p in bound for c in p["status"].get("conditions", [])
+                     if c["type"] == "PodScheduled" and c["status"] == "True"] or [created])
     per_node = {}
-    for p in items:
+    for p in bound:
         per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
+    left = {}
+    for p in items:
+        if not p["spec"].get("nodeName"):
+            size = size_of(pods[int(p["metadata"]["name"].split("-")[1])])
+            left[size] = left.get(size, 0) + 1
+    waits = large_pod_waits(profile, large_wait)
     kubectl("delete", "namespace", NS, "--wait=true", timeout="600s")
-    result = {"profile": profile, "pods": len(pods), "wall_s": round(wall, 1),
-              "submit_s": round(submitted - started, 1), "schedule_s": scheduled - created, "classes": {}}
+    result = {"profile": profile, "pods": len(pods), "bound": len(bound), "unschedulable": len(pods) - len(bound),
+              "unschedulable_by_size": dict(sorted(left.items(), key=lambda kv: -kv[1])),
+              "large_pod_wait_s": waits, "wall_s": round(wall, 1), "submit_s": round(submitted - started, 1),
+              "schedule_s": scheduled - created, "classes": {}}
     for cls, ns in names.items():
         used = sum(1 for n in ns if per_node.get(n))
         result["classes"][cls] = {"nodes": len(ns), "used": used, "empty": len(ns) - used}
@@ -198,85 +263,132 @@ def one_run(profile, pods, names, timeout=900):
     return result
 
 
-def plot(results, path):
+def plot(results, fills, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    colours = dict(zip(PROFILES, ("tab:orange", "tab:blue")))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     for ax, cls in zip(axes, ("cpu", "gpu")):
-        for profile, colour in zip(PROFILES, ("tab:orange", "tab:blue")):
-            run = [r for r in results if r["profile"] == profile][-1]
+        for profile in PROFILES:
+            run = [r for r in results if r["profile"] == profile and r["fill"] == fills[0]][-1]
             counts = run["pods_per_node"][cls]
-            ax.plot(range(1, len(counts) + 1), counts, color=colour, drawstyle="steps-post",
+            ax.plot(range(1, len(counts) + 1), counts, color=colours[profile], drawstyle="steps-post",
                     label="%s: %d of %d nodes used" % (profile, run["classes"][cls]["used"], len(counts)))
-        ax.set_title("%s class (%s)" % (cls.upper(), "Standard_NC24" if cls == "gpu" else "Standard_D15_v2"))
+        ax.set_title("%s class (%s), fill %.0f %%" % (cls.upper(), "Standard_NC24" if cls == "gpu" else
+                                                       "Standard_D15_v2", fills[0] * 100))
         ax.set_xlabel("nodes, fullest first")
         ax.set_ylabel("pods on the node")
         ax.legend()
-    fig.suptitle("kube-scheduler: default profile vs scheduler_binpack (MostAllocated), same seeded batch")
+    ax = axes[2]
+    width = 0.35
+    for k, profile in enumerate(PROFILES):
+        left = [statistics.median(r["unschedulable"] for r in results if r["profile"] == profile and r["fill"] == f)
+                for f in fills]
+        bars = ax.bar([i + (k - 0.5) * width for i in range(len(fills))], left, width, color=colours[profile],
+                      label=profile)
+        ax.bar_label(bars)
+    ax.set_xticks(range(len(fills)), ["%.0f %%" % (f * 100) for f in fills])
+    ax.set_xlabel("fill (share of each class's CPU and GPUs requested)")
+    ax.set_ylabel("pods no node could take")
+    ax.set_title("pods left unschedulable")
+    ax.legend()
+    fig.suptitle("kube-scheduler: default profile vs scheduler_binpack (MostAllocated), same seeded batches")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def summarize(results, fills):
+    summary = {}
+    for fill in fills:
+        for profile in PROFILES:
+            mine = [r for r in results if r["profile"] == profile and r["fill"] == fill]
+            waits = {cls: [r["large_pod_wait_s"][cls] for r in mine] for cls in LARGE}
+            summary["%s@%g" % (profile, fill)] = {
+                "profile": profile, "fill": fill,
+                "used": {cls: statistics.median(r["classes"][cls]["used"] for r in mine) for cls in CLASSES},
+                "ratio": {cls: statistics.median(r["classes"][cls]["ratio"] for r in mine) for cls in CLASSES},
+                "empty": statistics.median(sum(c["empty"] for c in r["classes"].values()) for r in mine),
+                "unschedulable": statistics.median(r["unschedulable"] for r in mine),
+                "unschedulable_by_size": mine[-1]["unschedulable_by_size"],
+                # a large pod not placed in any round is "not placed"; else the slowest round's wait
+                "large_pod_wait_s": {cls: None if any(w is None for w in ws) else max(ws)
+                                     for cls, ws in waits.items()},
+                "schedule_s": statistics.median(r["schedule_s"] for r in mine),
+            }
+    return summary
+
+
+def table(summary, bounds, fills, nodes, large_wait):
+    def wait(v):
+        return "not placed in %d s" % large_wait if v is None else "%d s" % v
+    lines = ["| fill | profile | CPU nodes used | GPU nodes used | empty nodes | pods left unschedulable | "
+             "large pod wait (16 CPU / 4 GPU) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for fill in fills:
+        b = bounds[str(fill)]
+        lines.append("| %.0f %% | lower bound | %d | %d | %d of %d | | |" % (
+            fill * 100, b["cpu"], b["gpu"], nodes - b["cpu"] - b["gpu"], nodes))
+        for profile in PROFILES:
+            s = summary["%s@%g" % (profile, fill)]
+            sizes = ", ".join("%d x %s" % (n, size) for size, n in list(s["unschedulable_by_size"].items())[:3])
+            lines.append("| %.0f %% | %s | %d (%.2fx) | %d (%.2fx) | %d | %d%s | %s / %s |" % (
+                fill * 100, profile, s["used"]["cpu"], s["ratio"]["cpu"], s["used"]["gpu"], s["ratio"]["gpu"],
+                s["empty"], s["unschedulable"], " (%s)" % sizes if sizes else "",
+                wait(s["large_pod_wait_s"]["cpu"]), wait(s["large_pod_wait_s"]["gpu"])))
+    return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--fill", type=float, default=0.4)
+    ap.add_argument("--fills", default="0.4,0.6,0.8", help="shares of each class's CPU and GPUs the batch requests")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--settle", type=int, default=20, help="seconds without a bind before the rest count as "
+                                                          "unschedulable")
+    ap.add_argument("--large-wait", type=int, default=60, help="seconds a large pod may wait to be placed")
     ap.add_argument("--keep-nodes", action="store_true", help="leave the benchmark's Nodes registered")
     args = ap.parse_args()
+    fills = [float(f) for f in args.fills.split(",") if f]
     names = node_names(args.nodes)
     kubectl("delete", "namespace", NS, "--ignore-not-found", "--wait=true", timeout="600s")
     print("registering %d kwok Nodes (%d cpu, %d gpu)" % (args.nodes, len(names["cpu"]), len(names["gpu"])),
           flush=True)
     ensure_nodes(names)
-    pods = workload(args.seed, names, args.fill)
-    bound = lower_bound(pods, names)
-    print("workload: %d pods (seed %d, fill %.2f); lower bound %s" % (len(pods), args.seed, args.fill, bound),
-          flush=True)
-    results = []
+    results, bounds, workloads = [], {}, {}
     try:
-        for rnd in range(args.rounds):
-            order = PROFILES if rnd % 2 == 0 else PROFILES[::-1]
-            for profile in order:
-                r = one_run(profile, pods, names)
-                r["round"] = rnd + 1
-                for cls, c in r["classes"].items():
-                    c["lower_bound"] = bound[cls]
-                    c["ratio"] = round(c["used"] / float(bound[cls]), 3) if bound[cls] else None
-                results.append(r)
-                print("round %d %-17s cpu used %4d (x%.2f of %d), gpu used %4d (x%.2f of %d), empty %4d; "
-                      "schedule %ds, wall %.0fs" % (
-                          rnd + 1, profile, r["classes"]["cpu"]["used"], r["classes"]["cpu"]["ratio"], bound["cpu"],
-                          r["classes"]["gpu"]["used"], r["classes"]["gpu"]["ratio"], bound["gpu"],
-                          sum(c["empty"] for c in r["classes"].values()), r["schedule_s"], r["wall_s"]), flush=True)
+        for fill in fills:
+            pods = workload(args.seed, names, fill)
+            bound = lower_bound(pods, names)
+            bounds[str(fill)], workloads[str(fill)] = bound, len(pods)
+            print("fill %.2f: %d pods (seed %d); lower bound %s" % (fill, len(pods), args.seed, bound), flush=True)
+            for rnd in range(args.rounds):
+                order = PROFILES if rnd % 2 == 0 else PROFILES[::-1]
+                for profile in order:
+                    r = one_run(profile, pods, names, settle_s=args.settle, large_wait=args.large_wait)
+                    r["round"], r["fill"] = rnd + 1, fill
+                    for cls, c in r["classes"].items():
+                        c["lower_bound"] = bound[cls]
+                        c["ratio"] = round(c["used"] / float(bound[cls]), 3) if bound[cls] else None
+                    results.append(r)
+                    print("fill %.2f round %d %-17s cpu used %4d (x%.2f), gpu used %4d (x%.2f), empty %4d, "
+                          "unschedulable %d %s, large pod waits %s; schedule %ds, wall %.0fs" % (
+                              fill, rnd + 1, profile, r["classes"]["cpu"]["used"], r["classes"]["cpu"]["ratio"],
+                              r["classes"]["gpu"]["used"], r["classes"]["gpu"]["ratio"],
+                              sum(c["empty"] for c in r["classes"].values()), r["unschedulable"],
+                              r["unschedulable_by_size"], r["large_pod_wait_s"], r["schedule_s"], r["wall_s"]),
+                          flush=True)
     finally:
         if not args.keep_nodes:
             kubectl("delete", "nodes", "-l", LABEL, "--wait=false", check=False, timeout="300s")
-    summary = {}
-    for profile in PROFILES:
-        mine = [r for r in results if r["profile"] == profile]
-        summary[profile] = {
-            "used": {cls: statistics.median(r["classes"][cls]["used"] for r in mine) for cls in CLASSES},
-            "ratio": {cls: statistics.median(r["classes"][cls]["ratio"] for r in mine) for cls in CLASSES},
-            "empty": statistics.median(sum(c["empty"] for c in r["classes"].values()) for r in mine),
-            "schedule_s": statistics.median(r["schedule_s"] for r in mine),
-        }
-    out = {"nodes": args.nodes, "seed": args.seed, "fill": args.fill, "pods": len(pods), "lower_bound": bound,
-           "summary": summary, "runs": results}
+    summary = summarize(results, fills)
+    out = {"nodes": args.nodes, "seed": args.seed, "fills": fills, "pods": workloads, "lower_bound": bounds,
+           "large_pods": LARGE, "large_wait_s": args.large_wait, "summary": summary, "runs": results}
     with open(os.path.join(REPO, "bench", "binpack.json"), "w") as f:
         json.dump(out, f, indent=1)
-    plot(results, os.path.join(REPO, "bench", "binpack.png"))
+    plot(results, fills, os.path.join(REPO, "bench", "binpack.png"))
     print()
-    print("| profile | CPU nodes used (x lower bound %d) | GPU nodes used (x lower bound %d) | empty nodes | "
-          "schedule |" % (bound["cpu"], bound["gpu"]))
-    print("| --- | --- | --- | --- | --- |")
-    for profile in PROFILES:
-        s = summary[profile]
-        print("| %s | %d (x%.2f) | %d (x%.2f) | %d of %d | %ds |" % (
-            profile, s["used"]["cpu"], s["ratio"]["cpu"], s["used"]["gpu"], s["ratio"]["gpu"], s["empty"],
-            args.nodes, s["schedule_s"]))
+    print(table(summary, bounds, fills, args.nodes, args.large_wait))
     print("wrote bench/binpack.json and bench/binpack.png")
 
 
