@@ -108,6 +108,11 @@ test: deps
 	$(MAKE) ee-test
 	@echo "make test: all checks passed"
 
+# make bench BASELINE=<git revision>: the benchmarks that compare two trees (before / after columns) measure this
+# checkout against it, side by side in one run (each JSON records it). By default the last commit: what the uncommitted
+# change does.
+BASELINE ?= HEAD
+
 bench: deps
 	LAB_CPU_NODES=$${LAB_CPU_NODES:-20} $(LAB) up
 	$(PYTHON) -m bench.sysctl_one_call
@@ -117,14 +122,14 @@ bench: deps
 	ansible-playbook playbooks/site.yml  # the audit measures a converged lab
 	$(PYTHON) -m bench.audit
 	$(PYTHON) -m bench.fleet --classes kube_node_cpu,kube_node_gpu --sizes 5,10,20,40 --first-sizes 20
-	$(PYTHON) -m bench.fleet --classes kube_node_cpu,kube_node_gpu --sizes 20 --first-sizes '' --out bench/fleet_workers_n20
-	$(PYTHON) -m bench.fleet --classes etcd_events,etcd --sizes 1,2,3 --first-sizes '' --baseline 614c592 --out bench/fleet_clusters
-	$(PYTHON) -m bench.fleet --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline 9bec3b7 --out bench/fleet_control_plane_ha
-	$(PYTHON) -m bench.dns_spread_nodes --nodes 50,500,2500 --rounds 3 --baseline 9bec3b7
+	$(PYTHON) -m bench.fleet --classes kube_node_cpu,kube_node_gpu --sizes 20 --first-sizes '' --baseline $(BASELINE) --out bench/fleet_workers_n20
+	$(PYTHON) -m bench.fleet --classes etcd_events,etcd --sizes 1,2,3 --first-sizes '' --baseline $(BASELINE) --out bench/fleet_clusters
+	$(PYTHON) -m bench.fleet --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline $(BASELINE) --out bench/fleet_control_plane_ha
+	$(PYTHON) -m bench.dns_spread_nodes --nodes 50,500,2500 --rounds 3 --baseline $(BASELINE)
 	$(PYTHON) -m bench.binpack --nodes 1000 --rounds 2
 	$(PYTHON) -m bench.agent_polling --agents 200 --pods 1000
 	$(PYTHON) -m bench.ansible_cfg --class kube_node_cpu --nodes 20 --rounds 2
-	$(PYTHON) -m bench.check_tasks --rounds 5
-	$(PYTHON) -m bench.worker_cpu --rounds 3
+	$(PYTHON) -m bench.check_tasks --rounds 5 --baseline $(BASELINE)
+	$(PYTHON) -m bench.worker_cpu --rounds 3 --baseline $(BASELINE)
 	$(PYTHON) -m bench.skip_cost --rounds 3
 	$(PYTHON) -m bench.preload_url --nodes 20 --rounds 2

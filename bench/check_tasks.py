@@ -10,7 +10,7 @@ nothing reaches a node) for every lab CPU worker, from a checkout of --baseline 
 after round in this one process so both see the same machine. Reports the controller CPU-s (user + sys of
 ansible-playbook and its children) per host, their medians and the ratio; writes bench/check_tasks.json.
 
-    .venv/bin/python -m bench.check_tasks [--baseline 3eca6ed] [--rounds 5]
+    .venv/bin/python -m bench.check_tasks --baseline REV [--rounds 5]
 """
 
 import argparse
@@ -55,7 +55,7 @@ def run(tree, hosts):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default="3eca6ed")
+    ap.add_argument("--baseline", required=True, help="the git revision to compare this checkout with")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     hosts = fleet.hosts_of("kube_node_cpu", fleet.lab_counts({})["kube_node_cpu"])

@@ -11,7 +11,7 @@ Figures: controller CPU-s per run (user + sys of ansible-playbook and its childr
 and wall, the median over the rounds. Writes bench/dns_spread_nodes.json and .png, then puts the lab back to its
 LAB_KWOK_NODES (50) Nodes.
 
-    .venv/bin/python -m bench.dns_spread_nodes [--nodes 50,500,2500] [--rounds 3] [--baseline 9bec3b7]
+    .venv/bin/python -m bench.dns_spread_nodes [--nodes 50,500,2500] [--rounds 3] --baseline REV
 """
 
 import argparse
@@ -62,7 +62,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", default="50,500,2500")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--baseline", default="9bec3b7")
+    ap.add_argument("--baseline", required=True, help="the git revision to compare this checkout with")
     ap.add_argument("--out", default=os.path.join(fleet.REPO, "bench", "dns_spread_nodes"))
     args = ap.parse_args()
     sizes = sorted(int(n) for n in args.nodes.split(",") if n)

@@ -21,7 +21,7 @@ bench/fleet.json, a PNG of CPU-s per node against N (bench/fleet.png), and a pro
   controller is CPU-bound once forks >= 16 keep every core busy; network waits overlap).
 
     .venv/bin/python -m bench.fleet [--classes kube_node_cpu,kube_node_gpu] [--sizes 5,10,20,40]
-                                    [--first-sizes 20] [--baseline 9e821b0]
+                                    [--first-sizes 20] [--baseline REV]
 """
 
 import argparse
@@ -207,7 +207,7 @@ def main():
     ap.add_argument("--classes", default="kube_node_cpu")
     ap.add_argument("--sizes", default="5,10,20,40")
     ap.add_argument("--first-sizes", default="20", help="sizes also measured on fresh nodes ('' for none)")
-    ap.add_argument("--baseline", default="9e821b0", help="the revision to compare with ('' for none)")
+    ap.add_argument("--baseline", default="", help="a git revision to compare this checkout with (none by default)")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "fleet"))
     args = ap.parse_args()
     groups = [g for g in args.classes.split(",") if g]

@@ -48,7 +48,7 @@ def measure(tree, group, hosts, key="action"):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default="3fbf195")
+    ap.add_argument("--baseline", required=True, help="the git revision to compare this checkout with")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--group", default=GROUP, choices=sorted(fleet.PLAYBOOKS))
     ap.add_argument("--by", default="action", choices=["action", "task"])
