@@ -13,8 +13,9 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _audit, _audit_html
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit import _audit_html
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit import report as _audit
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write
 
 
 def _plain(value):

@@ -76,7 +76,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-_apf = LazyModule("module_utils._apf")  # imported at the first call, not with this file
+_apf = LazyModule("module_utils.kube.apf")  # imported at the first call, not with this file
 
 
 def _ints(kw):

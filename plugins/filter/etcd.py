@@ -40,8 +40,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-_etcd = LazyModule("module_utils._etcd")  # imported at the first call, not with this file
-_pod = LazyModule("module_utils._static_pod")  # imported at the first call, not with this file
+_etcd = LazyModule("module_utils.etcd.cluster")  # imported at the first call, not with this file
+_pod = LazyModule("module_utils.kube.static_pod")  # imported at the first call, not with this file
 
 
 def etcd_bytes(value):

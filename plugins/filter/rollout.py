@@ -46,7 +46,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-_rollout = LazyModule("module_utils._rollout")  # imported at the first call, not with this file
+_rollout = LazyModule("module_utils.fleet.rollout")  # imported at the first call, not with this file
 
 
 def rollout_batch(value, name):

@@ -39,7 +39,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._lazy import LazyModule
 
-_toml = LazyModule("module_utils._toml")  # imported at the first call, not with this file
+_toml = LazyModule("module_utils.node.toml")  # imported at the first call, not with this file
 
 
 def from_toml(text):

@@ -52,7 +52,7 @@ plugin: kubescale.tuning.slice
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._slice import SliceError, parse_slice, slice_hosts
+from ansible_collections.kubescale.tuning.plugins.module_utils.fleet.slice import SliceError, parse_slice, slice_hosts
 
 
 class InventoryModule(BaseInventoryPlugin):

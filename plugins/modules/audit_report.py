@@ -106,7 +106,7 @@ red:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._audit import ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit.report import ARGUMENT_SPEC
 
 
 def main():

@@ -127,8 +127,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import FORMATS, ConfError, merge
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import FORMATS, ConfError, merge
 
 
 def main():

@@ -81,7 +81,7 @@ verified:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._dirsync import SyncError, sync
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.dirsync import SyncError, sync
 
 
 def main():

@@ -97,7 +97,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._latency import LatencyError, measure
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.latency import LatencyError, measure
 
 SIZE_RE = re.compile(r"^([0-9]+)([kmg]?)$", re.IGNORECASE)
 

@@ -156,15 +156,15 @@ missing:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kube as kube
-from ansible_collections.kubescale.tuning.plugins.module_utils._dns_spread import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import api as kube
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.dns_spread import (
     SpreadError,
     max_unavailable,
     pdb_patch,
     plan,
     template_fields,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._dns_spread import pdb as pdb_object
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.dns_spread import pdb as pdb_object
 
 
 def list_nodes(core, page_size, timeout):

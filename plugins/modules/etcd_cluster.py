@@ -196,7 +196,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.cluster import (
     DEFAULT_QUOTA,
     Etcdctl,
     EtcdError,

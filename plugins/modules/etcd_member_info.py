@@ -174,8 +174,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_member import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.member import (
     MemberError,
     describe,
     kind_of,
@@ -187,7 +186,8 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_member impo
     systemd_settings,
     tls_files,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import PodError
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import PodError
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 
 def main():

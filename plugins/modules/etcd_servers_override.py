@@ -153,30 +153,30 @@ unhealthy:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import HealthAnswer, health_failure
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_override import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.cluster import HealthAnswer, health_failure
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.override import (
     ARG,
     FLAG,
     WireError,
     kubeadm_edit,
     plan,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import get_args
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import get_args
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     ARGUMENT_SPEC as KUBEADM_SPEC,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     SyncError,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import plan as kubeadm_plan
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import plan as kubeadm_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     answers_ok,
     find_container,
     flag_values,
     uptime_ticks,
     wait_restarted,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
 
 
 def container_argv(pod, name):

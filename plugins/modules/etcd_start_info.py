@@ -112,9 +112,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_guard import has_data
-from ansible_collections.kubescale.tuning.plugins.module_utils._etcd_member import start_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.guard import has_data
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.member import start_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 
 def main():

@@ -272,14 +272,6 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
-    NODE_STATE_ARGUMENT_SPEC,
-    finish,
-    nested_spec,
-    require_content,
-)
 from ansible_collections.kubescale.tuning.plugins.module_utils.images.archive import (
     ensure_loaded,
     save,
@@ -311,6 +303,14 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.images.sidecar im
 from ansible_collections.kubescale.tuning.plugins.module_utils.images.store import (
     Runner,
     Store,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
+    NODE_STATE_ARGUMENT_SPEC,
+    finish,
+    nested_spec,
+    require_content,
 )
 
 LEVELS = {"zstd": (1, 19, 3), "gzip": (1, 9, 6), "none": (0, 0, 0)}

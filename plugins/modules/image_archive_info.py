@@ -68,13 +68,13 @@ pause_conflicts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
 from ansible_collections.kubescale.tuning.plugins.module_utils.images.node import (
     PAUSE_ARGUMENT_SPEC,
     node_sidecar,
     pause_check,
     validate_pause,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
 
 
 def main():

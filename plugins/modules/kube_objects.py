@@ -86,7 +86,7 @@ objects:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kube as kube
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import api as kube
 
 
 def main():

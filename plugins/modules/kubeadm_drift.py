@@ -96,22 +96,22 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import KubeadmError, cluster_configuration
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_drift import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import KubeadmError, cluster_configuration
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_drift import (
     PodError,
     component_drift,
     describe,
     kubelet_drift,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_record import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_record import (
     CLUSTER,
     KUBELET,
     RecordError,
     connect,
     read,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import COMPONENTS
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import COMPONENTS
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 
 def main():

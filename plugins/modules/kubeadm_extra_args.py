@@ -80,13 +80,13 @@ args:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import (
     KubeadmError,
     cluster_configuration,
     get_args,
     set_args,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._yamledit import finish, string_values, yaml_and_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.yamledit import finish, string_values, yaml_and_text
 
 
 def main():

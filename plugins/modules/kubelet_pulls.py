@@ -151,8 +151,8 @@ kubeadm_record:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import SyncError, plan_kubelet
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubelet_pulls import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import SyncError, plan_kubelet
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubelet_pulls import (
     PullsError,
     check,
     check_version,
@@ -160,7 +160,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._kubelet_pulls im
     pull_settings,
     version_from_output,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
     NodeStateError,
     apply_or_fail,
     validate,

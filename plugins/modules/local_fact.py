@@ -67,8 +67,8 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import render_fact as render
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import render_fact as render
 
 
 def main():

@@ -150,8 +150,8 @@ content_needed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.local_ssd import (
     AGENT_MOUNTS,
     Disks,
     SsdError,
@@ -161,7 +161,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._local_ssd import
     verdict,
     xfs_ftype_problem,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
     NODE_STATE_ARGUMENT_SPEC,
     finish,
     nested_spec,

@@ -118,8 +118,8 @@ content_needed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
     NODE_STATE_OPTIONS,
     NodeStateError,
     apply_or_fail,

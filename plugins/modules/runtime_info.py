@@ -144,10 +144,10 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import ConfError
-from ansible_collections.kubescale.tuning.plugins.module_utils._runtime_info import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import ConfError
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.runtime_info import (
     InfoError,
     containerd_layout,
     existing_ancestor,

@@ -199,24 +199,24 @@ restarted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     ARGUMENT_SPEC as KUBEADM_SPEC,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     SyncError,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import plan as kubeadm_plan
-from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import plan as kubeadm_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.scheduler import (
     check_settings,
     parse_version,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler_wiring import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.scheduler_wiring import (
     WiringError,
     WriteError,
     plan,
     write,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 
 def main():

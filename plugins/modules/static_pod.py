@@ -103,7 +103,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     LOCKS_UNSEEN_FS,
     fs_type,
     locked_files,

@@ -171,17 +171,16 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import set_args, set_etcd_local
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import set_args, set_etcd_local
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     ARGUMENT_SPEC as KUBEADM_SPEC,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import (
     COMPONENTS,
     SyncError,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import plan as kubeadm_plan
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import plan as kubeadm_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     PodError,
     answers_ok,
     check_flag,
@@ -195,7 +194,8 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod impor
     volumes,
     wait_restarted,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._yamledit import string_values, yaml_and_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.yamledit import string_values, yaml_and_text
 
 
 def kubeadm_edit(component, flags):

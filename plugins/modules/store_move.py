@@ -227,14 +227,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import ConfError
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import ConfError
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
     NODE_STATE_ARGUMENT_SPEC,
     finish,
     nested_spec,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._store_move import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.store_move import (
     RUNTIMES,
     MoveError,
     Runtime,

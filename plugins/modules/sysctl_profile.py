@@ -206,15 +206,15 @@ persist_only:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._checks import CHECKS_ARGUMENT_SPEC
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.checks import CHECKS_ARGUMENT_SPEC
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import (
     FACT_ARGUMENT_SPEC,
     NodeState,
     NodeStateError,
     render_fact,
     validate,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._sysctl import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.sysctl import (
     Host,
     SysctlError,
     observe_profile,

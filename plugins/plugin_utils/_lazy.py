@@ -19,7 +19,7 @@ _PLUGINS = "ansible_collections.kubescale.tuning.plugins."
 
 
 class LazyModule:
-    """``LazyModule('module_utils._apf').problems`` imports plugins/module_utils/_apf.py at that first read."""
+    """``LazyModule('module_utils.kube.apf').problems`` imports plugins/module_utils/kube/apf.py at that first read."""
 
     def __init__(self, name):
         self._name = _PLUGINS + name

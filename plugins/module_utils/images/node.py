@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 from .files import ArchiveError
 from .pause import conflict_message, pause_conflicts

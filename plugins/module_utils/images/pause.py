@@ -11,7 +11,7 @@ __metaclass__ = type
 import json
 import shlex
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import parse_env
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import parse_env
 
 from .files import ArchiveError
 from .ref import normalize_ref

@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.kubescale.tuning.plugins.doc_fragments.fact import ModuleDocFragment as Fact
 from ansible_collections.kubescale.tuning.plugins.doc_fragments.node_state import ModuleDocFragment as F
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import NODE_STATE_OPTIONS
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import NODE_STATE_OPTIONS
 from scripts import node_state_doc
 
 

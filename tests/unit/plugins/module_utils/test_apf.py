@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _apf as a
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import apf as a
 
 AGENTS = [{"name": "fluentd", "namespace": "logging"}, {"name": "datadog-agent", "namespace": "datadog"}]
 GOOD = dict(name="kubescale-node-agents", precedence=1000, shares=10, lendable=0, borrowing=None, queues=16,

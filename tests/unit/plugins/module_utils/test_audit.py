@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _audit as A
-from ansible_collections.kubescale.tuning.plugins.module_utils import _audit_html as H
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit import html as H
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit import report as A
 
 OURS = "/etc/sysctl.d/90-kubescale-arp.conf"
 NOW = 1_800_000_000.0

@@ -6,8 +6,8 @@ import os
 import pytest
 import tomllib
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _confmerge as cm
-from ansible_collections.kubescale.tuning.plugins.module_utils import _toml
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import confmerge as cm
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import toml as _toml
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 CONTAINERD_DEFAULT = os.path.join(FIXTURES, "containerd-1.6-default.toml")

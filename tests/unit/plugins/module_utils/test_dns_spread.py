@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _dns_spread as d
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import dns_spread as d
 
 SEL = {"k8s-app": "kube-dns"}
 TERM = {"labelSelector": {"matchLabels": SEL}, "topologyKey": "kubernetes.io/hostname"}

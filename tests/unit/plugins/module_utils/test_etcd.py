@@ -4,7 +4,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_bytes, etcd_bytes_error
-from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd as e
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import cluster as e
 
 # Real etcdctl 3.4.23 output from the lab's three-member cluster.
 MEMBERS = ('{"header":{"cluster_id":10212111345595628082,"member_id":368625948980461576,"raft_term":2},"members":['
@@ -166,7 +166,7 @@ def test_alarm_disarm_argv_and_failure():
 
 
 def test_health_failure_reads_each_answer():
-    from ansible_collections.kubescale.tuning.plugins.module_utils._etcd import HealthAnswer, health_failure
+    from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.cluster import HealthAnswer, health_failure
     answers = [
         HealthAnswer("https://a:2383", 200, '{"health":"true","reason":""}', ""),
         HealthAnswer("https://b:2383", 503, '{"health":"false","reason":"RAFT NO LEADER"}', ""),

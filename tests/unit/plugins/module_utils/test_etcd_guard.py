@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd_guard as g
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import guard as g
 
 GUARD = g.__file__
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd_member as em
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import member as em
 
 POD = {
     "kind": "Pod",

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _etcd_override as o
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import override as o
 from ansible_collections.kubescale.tuning.tests.unit.plugins.module_utils.test_kubeadm import V1BETA3
 
 MANIFEST = """apiVersion: v1

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kube as k
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import api as k
 
 PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
        "metadata": {"name": "coredns", "namespace": "kube-system"},

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubeadm as k
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm as k
 
 V1BETA3 = """apiVersion: kubeadm.k8s.io/v1beta3
 kind: InitConfiguration

@@ -6,10 +6,10 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubeadm_drift as drift
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubeadm_record as rec
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubeadm_sync as sync
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import set_args
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm_drift as drift
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm_record as rec
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm_sync as sync
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import set_args
 
 CLUSTER = """apiServer:
   extraArgs:

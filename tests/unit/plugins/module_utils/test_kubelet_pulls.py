@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubelet_pulls as K
-from ansible_collections.kubescale.tuning.plugins.module_utils._node_state import validate
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubelet_pulls as K
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.state import validate
 
 PARAMS = dict(config_path="/var/lib/kubelet/config.yaml", serialize_image_pulls=False, max_parallel_image_pulls=None,
               image_pull_progress_deadline="30m", kubelet_version="", container_runtime="docker",

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _latency as L
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import latency as L
 
 
 def test_percentile_nearest_rank():

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _local_ssd as L
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import local_ssd as L
 
 SDA, SDA1, SDB, SDB1, NVME0, NVME1 = (8, 0), (8, 1), (8, 16), (8, 17), (259, 0), (259, 1)
 

@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _node_state as ns
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import state as ns
 
 USER = pwd.getpwuid(os.getuid()).pw_name
 GROUP = grp.getgrgid(os.getgid()).gr_name

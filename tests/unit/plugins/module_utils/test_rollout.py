@@ -1,8 +1,8 @@
-"""module_utils/_rollout.py: a play's batch sizes and failure threshold, judged before the play starts."""
+"""module_utils/fleet/rollout.py: a play's batch sizes and failure threshold, judged before the play starts."""
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _rollout
+from ansible_collections.kubescale.tuning.plugins.module_utils.fleet import rollout as _rollout
 
 
 @pytest.mark.parametrize("value", [1, "1", 25, "10%", "100%", "2.5%", [1, "10%", "25%"], ["50%"]])

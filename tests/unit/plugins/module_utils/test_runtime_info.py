@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _runtime_info as ri
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import runtime_info as ri
 
 
 def test_the_ssd_mount_comes_from_the_play_else_from_the_recorded_fact():

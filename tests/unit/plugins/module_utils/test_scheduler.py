@@ -5,9 +5,9 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _kubeadm as k
-from ansible_collections.kubescale.tuning.plugins.module_utils import _scheduler as s
-from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod as sp
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm as k
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import scheduler as s
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import static_pod as sp
 
 RES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 3}]
 SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]

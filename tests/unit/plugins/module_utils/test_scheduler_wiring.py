@@ -5,9 +5,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _scheduler_wiring as w
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_sync import Sync
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import scheduler_wiring as w
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_sync import Sync
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 MANIFEST = """apiVersion: v1
 kind: Pod

@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._slice import SliceError, parse_slice, slice_hosts
+from ansible_collections.kubescale.tuning.plugins.module_utils.fleet.slice import SliceError, parse_slice, slice_hosts
 
 FLEET = (["etcd-%d" % i for i in range(1, 6)] + ["etcd-events-%d" % i for i in range(1, 4)] + ["cp-1", "cp-2", "cp-3"]
          + ["cpu-%d" % i for i in range(1, 2001)] + ["gpu-%d" % i for i in range(1, 490)])

@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.kubescale.tuning.plugins.filter.etcd import etcd_overrides_servers
-from ansible_collections.kubescale.tuning.plugins.module_utils import _static_pod as p
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube import static_pod as p
 
 ARGV = ["kube-apiserver", "--advertise-address=10.0.0.4", "--etcd-servers=https://10.0.0.5:2379",
         "--secure-port=6443", "--profiling"]

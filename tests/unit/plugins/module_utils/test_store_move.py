@@ -11,7 +11,7 @@ import shutil
 import pytest
 import tomllib
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _store_move as sm
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import store_move as sm
 
 RSYNC = shutil.which("rsync")
 
@@ -179,7 +179,7 @@ def test_a_full_ssd_puts_everything_back(tmp_path, kind, monkeypatch):
         f_bavail, f_frsize = 1, 512
     real = os.statvfs
     monkeypatch.setattr(sm.os, "statvfs", lambda path: Full() if path.startswith(str(tmp_path / "ssd")) else real(path))
-    import ansible_collections.kubescale.tuning.plugins.module_utils._dirsync as ds
+    import ansible_collections.kubescale.tuning.plugins.module_utils.node.dirsync as ds
     monkeypatch.setattr(ds.os, "statvfs", lambda path: Full() if path.startswith(str(tmp_path / "ssd")) else real(path))
     with pytest.raises(sm.MoveError) as exc:
         sm.move(runtime(node, kind), p, config, new, ["kubelet.service"], True, None, 10, "the_root", "the_policy",
@@ -271,7 +271,7 @@ def test_a_client_that_does_not_start_again_is_named(tmp_path, monkeypatch, full
         class Full(object):
             f_bavail, f_frsize = 1, 512
         real = os.statvfs
-        import ansible_collections.kubescale.tuning.plugins.module_utils._dirsync as ds
+        import ansible_collections.kubescale.tuning.plugins.module_utils.node.dirsync as ds
         monkeypatch.setattr(ds.os, "statvfs",
                             lambda path: Full() if path.startswith(str(tmp_path / "ssd")) else real(path))
     with pytest.raises(sm.MoveError) as exc:

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _sysctl as S
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import sysctl as S
 
 OURS = "/etc/sysctl.d/90-kubescale-arp.conf"
 V4 = ["net.ipv4.neigh.default.gc_thresh%d" % i for i in (1, 2, 3)]

@@ -1,5 +1,5 @@
 """A file's text crosses the wire only when the node needs it: the action side (plugin_utils/_by_hash.py) against the
-module side (module_utils/_node_state.py's content_needed), in process, on temporary files."""
+module side (module_utils/node/state.py's content_needed), in process, on temporary files."""
 
 import copy
 import hashlib
@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _node_state as ns
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import state as ns
 from ansible_collections.kubescale.tuning.plugins.plugin_utils import _by_hash as B
 
 SCRIPT = "#!/usr/bin/python3\nprint('boot')\n" * 200

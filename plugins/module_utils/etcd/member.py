@@ -17,8 +17,12 @@ import json
 import os
 import shlex
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import parse_env
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import find_container, flag_values, volumes
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
+    find_container,
+    flag_values,
+    volumes,
+)
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import parse_env
 
 # A static pod's flags, as the settings a systemd member reads from its environment.
 FLAG_NAMES = {

@@ -16,8 +16,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import get_args
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import PodError, find_container, flag_values
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import get_args
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
+    PodError,
+    find_container,
+    flag_values,
+)
 
 # The flags this collection sets, by kubeadm component: missing from kubeadm's configuration, each is reverted.
 TUNED = {

@@ -5,8 +5,8 @@
 """Private: where kube-scheduler's bin-packing profile is written, planned before anything is.
 
 `plan` reads (through the caller's `read`) the scheduler's manifest, kubeadm's configuration file and the config file
-the scheduler's --config names, merges the profile (module_utils._scheduler) and decides every write: the config file,
-kubeadm's file, kubeadm's record (through the caller's `record`, which returns a module_utils._kubeadm_sync.Sync) and
+the scheduler's --config names, merges the profile (module_utils.kube.scheduler) and decides every write: the config file,
+kubeadm's file, kubeadm's record (through the caller's `record`, which returns a module_utils.kube.kubeadm_sync.Sync) and
 the manifest, in the order they are written. `write` writes a plan, putting back what it wrote when a file cannot be
 written or the scheduler does not come back on its new manifest.
 """
@@ -19,8 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, NamedTuple, Optional
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import (
     KubeadmError,
     arg_names,
     cluster_configuration,
@@ -29,7 +28,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
     set_extra_env,
     set_extra_volume,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.scheduler import (
     SchedulerConfigError,
     api_version_for,
     carry_flags,
@@ -39,7 +38,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._scheduler import
     resolve_host_path,
     version_from_image,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     PodError,
     answers_ok,
     find_container,
@@ -53,6 +52,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod impor
     volumes,
     wait_restarted,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write
 
 # The config file's digest in the manifest, so that the kubelet restarts the scheduler when only the file changed: an
 # annotation, or, where kubeadm renders the manifest, an environment variable kubeadm renders too (scheduler.extraEnvs).
@@ -84,7 +84,7 @@ class Plan:
     carried_flags: List[str]
     wired: List[str]  # the places --config is wired in: the manifest, kubeadm's file, kubeadm's record
     writes: List[Write]  # the files, in the order they are written
-    sync: object  # kubeadm's record: a module_utils._kubeadm_sync.Sync, written after the files
+    sync: object  # kubeadm's record: a module_utils.kube.kubeadm_sync.Sync, written after the files
     manifest: Optional[str]  # the manifest's path when the plan rewrites it (the scheduler restarts), else None
     pod_flags: Dict[str, str] = field(default_factory=dict)
 
@@ -168,7 +168,7 @@ def _config_from_kubeadm(cluster, p, pod, where):
 
 def plan(yaml, p: dict, read: Callable[[str], Optional[str]], record: Callable) -> Plan:
     """The plan for the module's parameters `p`. `record(edit)` plans kubeadm's record with `edit` and returns its
-    Sync (raising module_utils._kubeadm_sync.SyncError). Raises WiringError, with nothing written."""
+    Sync (raising module_utils.kube.kubeadm_sync.SyncError). Raises WiringError, with nothing written."""
     var = p["var_prefix"]
     kubeadm_path = p["kubeadm"].get("config") or ""
     manifest_text, manifest_docs = _load(yaml, read, p["manifest"], "manifest", var)

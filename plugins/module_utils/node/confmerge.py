@@ -19,7 +19,7 @@ import json
 import re
 import shlex
 
-from ansible_collections.kubescale.tuning.plugins.module_utils import _toml
+from ansible_collections.kubescale.tuning.plugins.module_utils.node import toml as _toml
 
 FORMATS = ("json", "yaml", "toml", "env")
 

@@ -12,14 +12,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import (
     KubeadmError,
     arg_names,
     cluster_configuration,
     get_args,
     set_args,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     PodError,
     find_container,
     flag_values,

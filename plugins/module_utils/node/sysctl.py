@@ -19,7 +19,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, NamedTuple, Optional
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import (
     atomic_write,
     read_text,
     remove_file,

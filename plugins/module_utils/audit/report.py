@@ -17,7 +17,7 @@ import base64
 import datetime
 import json
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._static_pod import PodError, parse_overrides
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import PodError, parse_overrides
 
 try:
     import tomllib

@@ -17,9 +17,9 @@ import json
 import os
 import time
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, remove_file
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import merge
-from ansible_collections.kubescale.tuning.plugins.module_utils._dirsync import SyncError, sync
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, remove_file
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import merge
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.dirsync import SyncError, sync
 
 RUNTIMES = {
     "docker": dict(name="Docker", format="json", root_key="data-root", default_root="/var/lib/docker",

@@ -32,8 +32,8 @@ import pwd
 import re
 import stat
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import FORMATS, ConfError, merge
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import FORMATS, ConfError, merge
 
 UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]+\.(service|socket|timer|mount|target|path)$")
 FACT_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")

@@ -11,7 +11,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._confmerge import parse
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.confmerge import parse
 
 _VERSION = re.compile(r"\sv?([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 

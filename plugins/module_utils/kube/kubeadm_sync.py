@@ -17,13 +17,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm import (
     KubeadmError,
     arg_names,
     cluster_configuration,
 )
-from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_record import (
+from ansible_collections.kubescale.tuning.plugins.module_utils.kube.kubeadm_record import (
     ADMIN_CONF,
     CLUSTER,
     KUBELET,
@@ -34,6 +33,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils._kubeadm_record i
     send,
     validate,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
 
 # The `kubeadm` option of the modules that write a component's settings where kubeadm reads them (doc fragment
 # kubescale.tuning.kubeadm).

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubescale.tuning.plugins.module_utils._atomic import atomic_write, read_text
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write, read_text
 
 
 def string_values(module, option, what, allow_empty=False):
