@@ -275,8 +275,8 @@ def plot(results, fills, path):
             counts = run["pods_per_node"][cls]
             ax.plot(range(1, len(counts) + 1), counts, color=colours[profile], drawstyle="steps-post",
                     label="%s: %d of %d nodes used" % (profile, run["classes"][cls]["used"], len(counts)))
-        ax.set_title("%s class (%s), fill %.0f %%" % (cls.upper(), "Standard_NC24" if cls == "gpu" else
-                                                       "Standard_D15_v2", fills[0] * 100))
+        size = "Standard_NC24" if cls == "gpu" else "Standard_D15_v2"
+        ax.set_title("%s class (%s), fill %.0f %%" % (cls.upper(), size, fills[0] * 100))
         ax.set_xlabel("nodes, fullest first")
         ax.set_ylabel("pods on the node")
         ax.legend()
@@ -344,8 +344,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--fills", default="0.4,0.6,0.8", help="shares of each class's CPU and GPUs the batch requests")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--settle", type=int, default=20, help="seconds without a bind before the rest count as "
-                                                          "unschedulable")
+    ap.add_argument("--settle", type=int, default=20,
+                    help="seconds without a bind before the rest count as unschedulable")
     ap.add_argument("--large-wait", type=int, default=60, help="seconds a large pod may wait to be placed")
     ap.add_argument("--keep-nodes", action="store_true", help="leave the benchmark's Nodes registered")
     args = ap.parse_args()

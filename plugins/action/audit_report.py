@@ -13,7 +13,7 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubescale.tuning.plugins.module_utils.audit import _audit_html
+from ansible_collections.kubescale.tuning.plugins.module_utils.audit import html as _audit_html
 from ansible_collections.kubescale.tuning.plugins.module_utils.audit import report as _audit
 from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import atomic_write
 

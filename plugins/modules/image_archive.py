@@ -423,7 +423,7 @@ def loaded(module, store):
                     bytes_read=0, sha256=None, size=None, sidecar=sidecar_path(path),
                     msg="%s is not there yet: in a real run it is placed first, then loaded" % path)
     res = ensure_loaded(store, path, checksum=p["checksum"], pin=p["pin"], default_root=p["store_path"],
-                           check=module.check_mode)
+                        check=module.check_mode)
     key = "id" if store.runtime == "docker" else "manifest"
     have = store.images() if not module.check_mode and res["changed"] else None
     refs = [i["ref"] for i in res["images"]]

@@ -341,7 +341,7 @@ def test_the_playbook_run_fails_when_the_inventory_does(fresh):
 
 def test_two_vms_of_one_name_fail_the_inventory(tmp_path):
     sub = arm_replay.Subscription("1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b",
-                                 "4f5a6b7c-8d9e-4f0a-9b1c-2d3e4f5a6b7c")
+                                  "4f5a6b7c-8d9e-4f0a-9b1c-2d3e4f5a6b7c")
     sub.add_vm("team-a", "worker-0", "Standard_D15_v2", {})
     sub.add_vm("team-b", "worker-0", "Standard_D15_v2", {})
     server = arm_replay.Arm(sub).start()

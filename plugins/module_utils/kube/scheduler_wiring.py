@@ -208,8 +208,9 @@ def plan(yaml, p: dict, read: Callable[[str], Optional[str]], record: Callable) 
         carried = carry_flags(cfg, pod_flags)
     except SchedulerConfigError as exc:
         raise WiringError("%sconfig_path: %s: %s" % (var, host_path, exc)) from None
-    new_config_text = config_text if cfg == before_cfg else yaml.safe_dump(cfg, default_flow_style=False,
-                                                                          sort_keys=False)
+    new_config_text = config_text
+    if cfg != before_cfg:
+        new_config_text = yaml.safe_dump(cfg, default_flow_style=False, sort_keys=False)
     digest = content_hash(new_config_text)
 
     writes, wired = [], []

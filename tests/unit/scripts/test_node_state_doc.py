@@ -1,7 +1,6 @@
 """scripts/node_state_doc.py: the nested node_state option documents exactly what the node_state module's own
 options and the fact fragment document, and what the modules' argument spec (NODE_STATE_OPTIONS) takes."""
 
-
 import yaml
 
 from ansible_collections.kubescale.tuning.plugins.doc_fragments.fact import ModuleDocFragment as Fact

@@ -1,7 +1,5 @@
 """scripts/role_docs.py: a role's README is its argument spec, rendered."""
 
-
-
 from scripts import role_docs
 
 SPEC = {"argument_specs": {
