@@ -26,7 +26,7 @@ import sys
 
 from . import controlplane, kubeadm
 from .common import LABEL, PREFIX, LabError, docker, log
-from .disks import disk_path, loop_for, wipe_disk
+from .disks import NETDISK_GROUPS, disk_path, ensure_netdisk, loop_for, wipe_disk
 from .image import PAUSE_IMAGE, build_ee_base_image, build_image, build_legacy_image, ensure_pause_image
 from .inventory import INVENTORY, write_inventory
 from .nodes import (
@@ -91,9 +91,11 @@ def cmd_up(_args):
     def of(*groups):
         return [n for n in nodes if n["group"] in groups]
 
+    controlplane.build_binaries()  # the nodes' kubeadm, control plane binaries and slowdisk are links into the build
+    for node in of(*NETDISK_GROUPS):  # before etcd ever starts there: its data starts on a network disk
+        ensure_netdisk(PREFIX + node["name"])
     ensure_etcd(of("etcd"))
     ensure_etcd_ca()
-    controlplane.build_binaries()  # the nodes' kubeadm and control plane binaries are links into the build
     for node in of("etcd_events"):  # the Events etcd: the release kubeadm pins (inventories/lab/group_vars)
         kubeadm.link_binaries(node, ["etcd"])
     client = kubeadm.ensure_external_etcd(of("etcd_kubeadm"))

@@ -256,8 +256,10 @@ def ensure_external_etcd(members, timeout=180):
             with open(src) as f:
                 put_file(cname, "%s/%s" % (ETCD_PKI, name), f.read())
         put_file(cname, ETCD_KUBEADMCFG, etcd_host_config(m, members), "0600")
-        # kubeadm makes the data dir root's, mode 0700 (the image has the etcd package's, etcd's)
-        docker("exec", cname, "sh", "-c", "rm -rf /var/lib/etcd && install -d -m 0700 -o root -g root /var/lib/etcd")
+        # kubeadm makes the data dir root's, mode 0700 (the image has the etcd package's, etcd's); it is the emulated
+        # network disk's mount point (lab/disks.py), emptied in place
+        docker("exec", cname, "sh", "-c", "find /var/lib/etcd -mindepth 1 -delete && chown root:root /var/lib/etcd "
+               "&& chmod 0700 /var/lib/etcd")
         docker("exec", cname, "sh", "-c", "systemctl daemon-reload && systemctl enable --now kubelet.service")
         kubeadm(m, "init", "phase", "etcd", "local", "--config", ETCD_KUBEADMCFG, what="etcd-local")
         todo.append(m)

@@ -6,7 +6,7 @@ import os
 import time
 
 from .common import LABEL, PREFIX, STATE, LabError, docker, log, run
-from .disks import disk_path, ensure_disk
+from .disks import NETDISK_GROUPS, disk_path, ensure_disk
 
 SSH_BASE_PORT = int(os.environ.get("LAB_SSH_BASE_PORT", "22200"))
 # The nodes' own network, with a fixed address per node: etcd members name each other by address, and a
@@ -103,6 +103,8 @@ def why_stale(labels, devices, node, key, disk, disk_exists, loop_of):
         return "it does not mount the lab's Kubernetes build"
     if labels.get(LABEL + ".ip") != node["ip"]:
         return "its address moved from %s to %s" % (labels.get(LABEL + ".ip"), node["ip"])
+    if node.get("group") in NETDISK_GROUPS and labels.get(LABEL + ".netdisk") != "1":
+        return "it was made without the emulated network disk under /var/lib/etcd"
     return ""
 
 
@@ -128,8 +130,9 @@ def start_node(node, tag, pubkey):
             "--device", "%s:/dev/sdb" % loop, "-v", "%s:%s:ro" % (K8S_CACHE, K8S_MOUNT)]
     if node["dockerd"]:
         argv += ["-v", "%s-docker:/var/lib/docker" % cname]
-    if node["group"] == "etcd_kubeadm" and os.path.exists("/dev/fuse"):
-        argv += ["--device", "/dev/fuse"]  # bench/etcd_disk.py mounts its emulated network disk there
+    if node["group"] in NETDISK_GROUPS:
+        # the emulated network disk under /var/lib/etcd (lab/disks.py), and bench/etcd_disk.py's own
+        argv += ["--device", "/dev/fuse", "--label", "%s.netdisk=1" % LABEL]
     argv += [tag]
     docker(*argv)
     return port

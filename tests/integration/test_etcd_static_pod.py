@@ -114,9 +114,13 @@ def test_every_member_runs_from_its_ssd_with_every_key(cluster):
         # the guide's upgrade (kubeadm init phase etcd local --config) renders the same
         data_dir, extra = kubeadmcfg(m)
         assert data_dir == SSD_DIR and extra["quota-backend-bytes"] == str(8 * 1024 ** 3)
-        assert node(m, "sh", "-c", "ls -d /var/lib/etcd.pre-ssd-*").stdout.strip()  # the backup
+        # the backup, on the disk the member was on: /var/lib/etcd is that disk's mount point (the lab's emulated
+        # network disk), so its member directory was renamed in it
+        assert node(m, "mountpoint", "-q", "/var/lib/etcd", check=False).returncode == 0
+        assert node(m, "sh", "-c", "ls -d /var/lib/etcd/member.pre-ssd-*").stdout.strip()
+        assert node(m, "test", "-e", "/var/lib/etcd/member", check=False).returncode != 0
         # the move stopped and started the member; it never exited by itself (its mounts live in its own root, so
-        # renaming the node's /var/lib/etcd to the backup changed nothing for it)
+        # renaming the node's /var/lib/etcd/member to the backup changed nothing for it)
         journal = node(m, "journalctl", "-u", "kubelet", "--no-pager", "-o", "cat").stdout
         assert "etcd.yaml: exited with" not in journal
         assert node(m, "ls", "-A", "/etc/kubernetes/kubescale-held").stdout.strip() == ""
@@ -166,6 +170,35 @@ def test_failed_move_restarts_the_member_on_its_old_directory(cluster):
         assert poll.held(), (poll.failures, poll.retried)
     finally:
         node(m, "sh", "-c", "umount /mnt/tiny; rmdir /mnt/tiny", check=False)
+
+
+def test_a_disk_slower_than_the_ssd_is_refused_at_the_production_thresholds(cluster):
+    """The lab runs etcd_local_disk's gate at its defaults (its etcd SSDs are in memory, their /var/lib/etcd the
+    emulated network disk, lab/disks.py): a move from the SSD onto another slowdisk (2 ms before every fdatasync: the
+    seed's network disk) is refused, slower than the SSD the member is on, and nothing changes."""
+    m = "etcd-kubeadm-2"
+    node(m, "mkdir", "-p", "/mnt/netdisk", "/var/lib/netdisk-backing")
+    node(m, "systemd-run", "--unit=kubescale-test-slowdisk", "--collect", "/opt/kubescale-k8s/current/bin/slowdisk",
+         "-delay", "2ms", "/var/lib/netdisk-backing", "/mnt/netdisk")
+    try:
+        deadline = time.time() + 60
+        while node(m, "mountpoint", "-q", "/mnt/netdisk", check=False).returncode != 0:
+            assert time.time() < deadline, "slowdisk did not mount /mnt/netdisk"
+            time.sleep(1)
+        before = fingerprint(m)
+        proc = playbook("playbooks/etcd.yml", "-l", m, "-e", "etcd_local_disk_data_dir=/mnt/netdisk/etcd")
+        assert proc.returncode != 0
+        said = " ".join(proc.stdout.split())
+        found = re.search(r"etcd member %s stays on %s: fdatasync p99 on /mnt/netdisk is ([0-9.]+) ms against "
+                          r"([0-9.]+) ms now \(etcd_local_disk_max_slowdown 1.0, etcd_local_disk_max_p99_ms 10\)"
+                          % (m, SSD_DIR), said)
+        assert found, said[-3000:]
+        netdisk, ssd = float(found.group(1)), float(found.group(2))
+        assert netdisk >= 2 and ssd < 1 and ssd < netdisk, (netdisk, ssd)
+        assert fingerprint(m) == before and running(m) and len(keys_on(m)) == KEYS
+    finally:
+        node(m, "systemctl", "stop", "kubescale-test-slowdisk", check=False)
+        node(m, "sh", "-c", "rm -rf /mnt/netdisk /var/lib/netdisk-backing", check=False)
 
 
 def test_a_manifest_an_interrupted_run_held_aside_is_put_back(cluster):

@@ -262,7 +262,7 @@ def test_every_etcd_member_runs_from_its_ssd_with_its_quota_and_every_key(upgrad
         # the etcd process sees the SSD at its data dir; no member was started on a directory kubeadm made anew
         mnt = node(host, "sh", "-c", "nsenter -t $(pgrep -x etcd) -m -r findmnt -n -o SOURCE %s" % SSD_DIR).stdout
         assert mnt.strip() == "/dev/sdb[/etcd]", (host, mnt)
-        assert node(host, "test", "-e", "/var/lib/etcd", check=False).returncode != 0, host
+        assert node(host, "test", "-e", "/var/lib/etcd/member", check=False).returncode != 0, host
         keys = node(host, "etcdctl", "--endpoints=https://%s:2379" % lab_ip(host), *ETCD_TLS, "get",
                     "--consistency=s", "--prefix", "--keys-only", "/kubescale-test/").stdout.split()
         assert len(keys) == 300, host

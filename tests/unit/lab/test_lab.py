@@ -1,6 +1,8 @@
 """The lab's decisions: its Debian mirror from the machine's apt sources (either format), the nodes and their address
 ranges, when an existing node must be recreated, the inventory it writes, kwok's Nodes and the control plane fixtures."""
 
+import os
+
 import pytest
 import yaml
 
@@ -242,3 +244,26 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
     manifest.write_text("spec:\n  containers:\n  - command: [etcd, --data-dir=/var/lib/etcd]\n")
     pods.sync()
     assert [c[0] for c in calls] == ["stop", "start"]
+
+
+def test_the_etcd_classes_disks_are_in_memory_and_the_others_on_the_machines_disk():
+    from lab import disks
+    for name in ("etcd-1", "etcd-events-3", "etcd-kubeadm-2"):
+        assert disks.memory_backed(name) and disks.disk_path(name).startswith(disks.MEMORY_DIR + os.sep)
+    assert disks.MEMORY_DIR.startswith("/dev/shm/")
+    for name in ("cp-1", "cpu-12", "gpu-1", "lb-1"):
+        assert not disks.memory_backed(name) and disks.disk_path(name) == os.path.join(disks.STATE, "disks",
+                                                                                         name + ".img")
+
+
+def test_an_etcd_node_made_without_the_emulated_network_disk_is_made_again():
+    node = {"name": "etcd-kubeadm-1", "ip": "172.30.213.60", "group": "etcd_kubeadm"}
+    have = labels("etcd_kubeadm", 22210, "172.30.213.60", disk="/d/e.img")
+    devices = [{"PathOnHost": "/dev/loop7"}, {"PathOnHost": "/dev/fuse"}]
+    assert "emulated network disk" in lab_nodes.why_stale(have, devices, node, "k1", "/d/e.img", True,
+                                                          lambda: "/dev/loop7")
+    have[LABEL + ".netdisk"] = "1"
+    assert lab_nodes.why_stale(have, devices, node, "k1", "/d/e.img", True, lambda: "/dev/loop7") == ""
+    worker = {"name": "cpu-1", "ip": "172.30.213.130", "group": "kube_node_cpu"}
+    assert lab_nodes.why_stale(labels("kube_node_cpu", 22211, "172.30.213.130", disk="/d/c.img"), devices[:1], worker,
+                               "k1", "/d/c.img", True, lambda: "/dev/loop7") == ""
