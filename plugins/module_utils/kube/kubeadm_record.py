@@ -22,6 +22,7 @@ import json
 import os
 import ssl
 import tempfile
+import time
 from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
@@ -38,10 +39,20 @@ class RecordError(Exception):
     pass
 
 
+# Answers a request is asked again after, with the pauses between its attempts: the controlPlaneEndpoint's load
+# balancer sends a new connection to an API server that is stopping until its health check has seen it go (a connection
+# closed, refused, or reset), and an API server starting or shedding load answers 429, 503. Asking again is safe for
+# every request this module makes: a GET, or a PUT at the resourceVersion it was planned against, which the API server
+# refuses (409) once it was applied.
+RETRY_STATUS = (429, 500, 502, 503, 504)
+RETRY_PAUSES = (1, 2, 4, 8, 15)
+
+
 class Client(object):
     """Requests to the API server with a kubeconfig's client certificate (kubeadm's admin.conf embeds it)."""
 
-    def __init__(self, yaml, path, timeout=20):
+    def __init__(self, yaml, path, timeout=20, pauses=RETRY_PAUSES, sleep=time.sleep):
+        self.pauses, self.sleep = pauses, sleep
         with open(path) as f:
             cfg = yaml.safe_load(f) or {}
         try:
@@ -73,7 +84,20 @@ class Client(object):
             self.ctx.load_cert_chain(user["client-certificate"], user.get("client-key"))
 
     def call(self, method, path, body=None):
-        """(HTTP status, the JSON answer); a connection that fails raises RecordError."""
+        """(HTTP status, the JSON answer), asked again after each of `pauses` while the connection fails or the answer
+        is one of RETRY_STATUS; a connection that keeps failing raises RecordError."""
+        pauses = list(self.pauses)
+        while True:
+            try:
+                status, answer = self._call(method, path, body)
+                if status not in RETRY_STATUS or not pauses:
+                    return status, answer
+            except RecordError:
+                if not pauses:
+                    raise
+            self.sleep(pauses.pop(0))
+
+    def _call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Accept": "application/json"}
         if data is not None:
@@ -93,7 +117,8 @@ class Client(object):
             except ValueError:
                 return exc.code, {}
         except (URLError, OSError, ssl.SSLError, UrlConnectionError) as exc:
-            raise RecordError("the API server at %s does not answer: %s" % (self.server, exc)) from None
+            raise RecordError("the API server at %s does not answer: %s (asked %d times in %d s)"
+                              % (self.server, exc, len(self.pauses) + 1, sum(self.pauses))) from None
 
 
 class Record(object):

@@ -1,6 +1,7 @@
 """A component's settings where kubeadm renders its manifest from: a file on the node and kubeadm's record in the
 cluster, planned (edited, validated by kubeadm, dry run) before anything is written, and written last."""
 
+import io
 import json
 
 import pytest
@@ -218,3 +219,45 @@ def test_etcd_drift_reads_data_dir_from_etcd_local():
     assert drift.component_drift(pod, "etcd", local, "etcd") == []
     assert drift.kubelet_drift({"serializeImagePulls": False}, {}) == [
         dict(setting="serializeImagePulls", node=False, kubeadm=None)]
+
+
+def test_a_request_the_load_balancer_drops_or_an_api_server_sheds_is_asked_again(tmp_path, monkeypatch):
+    """The controlPlaneEndpoint's load balancer sends a connection to an API server that is stopping until its health
+    check has seen it go: the connection is closed, and asked again it reaches one that answers. A 503 too; a 409 (the
+    write was applied before its answer was lost) is an answer, never asked again; a connection that keeps failing
+    fails naming how often it was asked."""
+    import ssl as ssl_mod
+
+    conf = tmp_path / "admin.conf"
+    conf.write_text(yaml.safe_dump({"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k"}}],
+                                    "clusters": [{"name": "k", "cluster": {"server": "https://lb:6443"}}]}))
+    answers, slept = [], []
+
+    class Answer(object):
+        def __init__(self, status, body):
+            self.status, self.body = status, body
+
+        def read(self):
+            return json.dumps(self.body).encode()
+
+        def close(self):
+            pass
+
+    def fake_open(_self, method, url, **_kw):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        if answer[0] >= 400:
+            raise rec.HTTPError(url, answer[0], "x", {}, io.BytesIO(json.dumps(answer[1]).encode()))
+        return Answer(*answer)
+    monkeypatch.setattr(rec.Request, "open", fake_open)
+    client = rec.Client(yaml, str(conf), sleep=slept.append)
+    answers[:] = [ssl_mod.SSLEOFError(8, "EOF occurred in violation of protocol"), (503, {}), (200, {"ok": 1})]
+    assert client.call("GET", "/api") == (200, {"ok": 1}) and slept == [1, 2]
+    answers[:] = [(409, {"message": "conflict"})]
+    assert client.call("PUT", "/api", {})[0] == 409
+    answers[:] = [ConnectionResetError(104, "reset")] * 6
+    slept.clear()
+    with pytest.raises(rec.RecordError, match=r"does not answer: .*reset.* \(asked 6 times in 30 s\)"):
+        client.call("GET", "/api")
+    assert slept == list(rec.RETRY_PAUSES)
