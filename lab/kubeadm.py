@@ -288,7 +288,11 @@ def ensure_external_etcd(members, timeout=180):
 def node_registration(node, control_plane):
     return {"name": node["name"], "criSocket": CRI_SOCKET,
             "taints": ([CONTROL_PLANE_TAINT] if control_plane else []) + [STANDIN_TAINT],
-            "kubeletExtraArgs": [{"name": "node-ip", "value": node["ip"]}],
+            # a control plane node's taints are kubeadm's to add after its kubelet registered it (mark-control-plane):
+            # the stand-in registers with its own from the start, or the scheduler may bind a pod to it meanwhile
+            "kubeletExtraArgs": [{"name": "node-ip", "value": node["ip"]}] + (
+                [{"name": "register-with-taints", "value": "%s:%s" % (STANDIN_TAINT["key"], STANDIN_TAINT["effect"])}]
+                if control_plane else []),
             "ignorePreflightErrors": PREFLIGHT_IGNORED}
 
 
