@@ -21,7 +21,8 @@ description:
     takes C(export NAME=value) as systemd does) or from the pod's flags and hostPath volumes.
   - Also whether the member's data is on O(data_dir) already, whether that data was wiped (no C(member) directory
     there, or the local SSD's wipe marker O(marker) changed since the last run recorded it in O(fact)), and whether a
-    systemd member an interrupted run left stopped has to be started again; and the TLS files etcdctl needs.
+    systemd member an interrupted run left stopped has to be started again, and which old data directory a move that
+    died between its switch and its backup left as it was (C(<data_dir>.moved-from)); and the TLS files etcdctl needs.
   - Fails, saying nothing was changed, when there is no member to move.
 author:
   - kubescale.tuning contributors (@kubescale)
@@ -164,6 +165,16 @@ ssd_marker:
   description: The wipe marker's time now (empty when there is none).
   returned: success
   type: str
+moved_from:
+  description: >-
+    The old data directory a move that died between its switch and its backup left as it was, as the move noted it in
+    C(<data_dir>.moved-from) (empty when there is none, or it was kept as its backup already).
+  returned: success
+  type: str
+moved_from_note:
+  description: Whether C(<data_dir>.moved-from) exists (a move started and did not finish).
+  returned: success
+  type: bool
 tls:
   description: The TLS files etcdctl uses (C(cacert), C(cert), C(key); empty strings when none).
   returned: success
@@ -179,6 +190,8 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.member impor
     describe,
     kind_of,
     marker,
+    moved_from,
+    moved_from_path,
     parse_show,
     pod_settings,
     read_env_file,
@@ -235,6 +248,7 @@ def main():
             settings = systemd_settings(unit["Environment"], env)
         last = recorded(read_text(p["fact"]))
         ssd_marker = marker(read_text(p["marker"]))
+        note = read_text(moved_from_path(os.path.normpath(p["data_dir"])))
         info = describe(kind, settings, flags, os.path.normpath(p["data_dir"]), last, ssd_marker,
                         os.path.isdir(os.path.join(p["data_dir"], "member")),
                         lambda current: os.path.isdir(os.path.join(current, "member")),
@@ -245,7 +259,7 @@ def main():
         module.fail_json(msg="cannot read %s: %s. Nothing was changed." % (getattr(exc, "filename", ""), exc))
     info.update(changed=False, kind=kind, manifest_exists=manifest_exists, active_state=unit.get("ActiveState"),
                 settings=settings, env=env, flags=flags, volumes=vols, data_volume=data_volume, recorded=last,
-                ssd_marker=ssd_marker,
+                ssd_marker=ssd_marker, moved_from=moved_from(note, os.path.exists), moved_from_note=note is not None,
                 tls=tls_files(kind, info["client_urls"], flags, p["cacert"], p["cert"], p["key"]))
     module.exit_json(**info)
 

@@ -54,6 +54,12 @@ options:
       - The member's systemd unit, asked with C(systemctl show) for RV(running) and RV(start).
       - Without it RV(running) is false and RV(start) true.
     type: str
+  reads:
+    description:
+      - Files the member reads when it starts (its configuration, its certificates), for RV(stale).
+    type: list
+    elements: path
+    default: []
 extends_documentation_fragment:
   - kubescale.tuning.attributes
   - kubescale.tuning.attributes.info
@@ -106,6 +112,13 @@ start:
       or the member is stopped for a wipe, re-added or bootstrapped on the way. True without O(unit).
   returned: success
   type: bool
+stale:
+  description:
+    - The files of O(reads) written after the unit's main process started, which it runs without - a run that wrote
+      them died before it restarted the member. Empty when the unit does not run, or without O(unit).
+  returned: always
+  type: list
+  elements: str
 """
 
 import os
@@ -113,7 +126,12 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.guard import has_data
-from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.member import start_plan
+from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.member import (
+    parse_show,
+    process_started,
+    stale_reads,
+    start_plan,
+)
 from ansible_collections.kubescale.tuning.plugins.module_utils.node.atomic import read_text
 
 
@@ -127,6 +145,7 @@ def main():
             marker=dict(type="path", default="/var/lib/kubescale/local-ssd.wiped"),
             members=dict(type="int", required=True),
             unit=dict(type="str"),
+            reads=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -138,7 +157,7 @@ def main():
     unit_show = None
     if p["unit"]:
         argv = [module.get_bin_path("systemctl", required=True), "show", "-p", "LoadState", "-p", "ActiveState",
-                "-p", "UnitFileState", "--", p["unit"]]
+                "-p", "UnitFileState", "-p", "MainPID", "--", p["unit"]]
         rc, unit_show, err = module.run_command(argv)
         if rc != 0:
             module.fail_json(msg="cannot ask systemd about %s: %s. Nothing was changed." % (p["unit"], err.strip()))
@@ -147,6 +166,8 @@ def main():
                           read_text(p["marker"]), p["members"], unit_show)
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read %s: %s. Nothing was changed." % (getattr(exc, "filename", ""), exc))
+    pid = parse_show(unit_show).get("MainPID", "0") if unit_show is not None else "0"
+    plan["stale"] = stale_reads(p["reads"], process_started(pid) if pid not in ("", "0") else None)
     module.exit_json(changed=False, **plan)
 
 

@@ -29,6 +29,10 @@ description:
     the runtime is restarted on the old store, which is never modified or deleted, and the module fails saying where
     the runtime runs now and how to go on. A copy of the old configuration stays beside it as
     C(<config_path>.kubescale-before-move) while the move runs, and after it when the runtime would not come back.
+  - A move that died before its end (its controller killed with the node's processes, the node restarted) left that
+    copy behind and the units it stopped stopped (it notes them in C(<config_path>.kubescale-move-stopped) before it
+    stops them). The next call that finds the configuration and the runtime agreeing (nothing to move) starts those
+    units again, each one's start limit reset first, and removes both notes.
   - V(fail) refuses such a change; V(empty) writes the configuration and lets the runtime start on an empty store
     (the old one is kept). A storage driver change cannot be copied (images on disk are per driver) and is refused
     with V(copy).
@@ -159,6 +163,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+restarted_after_interrupted_move:
+  description: The units a move that died before its end had stopped, started again by this call (see the description).
+  returned: when the module ran for real and did not move the store
+  type: list
+  elements: str
 changed_keys:
   description: Dotted paths of the keys the merge adds, changes or removes (in check mode, would).
   returned: always
@@ -242,6 +251,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.node.store_move i
     has_content,
     move,
     plan,
+    recover,
 )
 
 
@@ -321,7 +331,15 @@ def main():
             atomic_write(path, planned["new_text"], 0o644)
         except (IOError, OSError) as exc:
             module.fail_json(msg="config_path: cannot write %s: %s" % (path, exc), **result)
-    module.exit_json(**finish(module, state, result))
+    result = finish(module, state, result)
+    if p["service"] and action != "move" and not module.check_mode:
+        # a move that died before its end: the runtime is started (node_state) on the root the configuration names
+        try:
+            result["restarted_after_interrupted_move"] = recover(rt, path)
+        except MoveError as exc:
+            module.fail_json(msg=str(exc), **result)
+        result["changed"] = result["changed"] or bool(result["restarted_after_interrupted_move"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ __metaclass__ = type
 import json
 import os
 import shlex
+import time
 
 from ansible_collections.kubescale.tuning.plugins.module_utils.kube.static_pod import (
     find_container,
@@ -122,6 +123,18 @@ def marker(text):
         return ""
 
 
+def moved_from_path(data_dir):
+    """Where a move onto `data_dir` notes the directory it moves from, beside the data directory on the SSD (a wipe
+    takes it along), from the copy until the old directory is kept as its backup."""
+    return data_dir.rstrip("/") + ".moved-from"
+
+
+def moved_from(text, exists):
+    """The old directory an interrupted move left as it was (the note's path, while `exists(path)`), or ''."""
+    path = (text or "").strip()
+    return path if path.startswith("/") and exists(path) else ""
+
+
 def formatted_since(recorded_data, ssd_marker):
     """Whether the local SSD was formatted since the last run recorded its wipe marker (never, when it recorded none)."""
     return "ssd_marker" in recorded_data and recorded_data["ssd_marker"] != ssd_marker
@@ -192,3 +205,39 @@ def start_plan(data_exists, fact_text, marker_text, members, unit_show=None):
     return dict(data_exists=data_exists, recorded=last, ssd_marker=ssd_marker, wiped=wiped,
                 rejoin=no_data and formed, bootstrap=no_data and not formed, running=running,
                 start=not running or no_data)
+
+
+# A file this much newer than the process is one it has not read: the start time derived from /proc is exact to a
+# clock tick, and a configuration written and its process restarted in one run are seconds apart.
+STALE_MARGIN = 1.0
+
+
+def process_started(pid, proc="/proc", now=None):
+    """When process `pid` started, in seconds since the epoch (None when it is gone): its start in clock ticks since
+    boot (/proc/<pid>/stat) against the time since boot (/proc/uptime), read now."""
+    try:
+        with open(os.path.join(proc, str(pid), "stat")) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(os.path.join(proc, "uptime")) as f:
+            uptime = float(f.read().split()[0])
+    except (IOError, OSError, IndexError, ValueError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    age = uptime - int(fields[19]) / float(ticks)  # field 22 of stat: starttime (after pid and comm)
+    return (time.time() if now is None else now) - age
+
+
+def stale_reads(reads, started, mtime=os.path.getmtime):
+    """The files of `reads` written after the process started at `started` (it runs without what they say now): a
+    run that wrote them died before it restarted the process. [] when the process does not run (`started` None)."""
+    if started is None:
+        return []
+    out = []
+    for path in reads:
+        try:
+            if mtime(path) > started + STALE_MARGIN:
+                out.append(path)
+        except (IOError, OSError):
+            continue
+    return out
+

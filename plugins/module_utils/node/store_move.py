@@ -32,6 +32,9 @@ RUNTIMES = {
                        clients=["docker.service"]),
 }
 BACKUP_SUFFIX = ".kubescale-before-move"
+# Beside the configuration while a move runs: the units it stopped, as JSON, for a later call to start again should
+# the move die before its end (recover).
+STOPPED_SUFFIX = ".kubescale-move-stopped"
 
 
 class MoveError(Exception):
@@ -178,6 +181,7 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     images = rt.images() if was_active else None
     if p["before_text"] is not None:
         atomic_write(backup, p["before_text"], mode)
+    atomic_write(config_path + STOPPED_SUFFIX, json.dumps(stopped) + "\n", 0o600)
     step = "Stop what uses the store, then %s" % name
 
     def start_clients():
@@ -206,6 +210,7 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
         step = "Switch %s to the new store" % rt.rt["config"]
         atomic_write(config_path, p["new_text"], mode)
         step = "Start %s on the new store" % name
+        rt.systemctl("reset-failed", rt.rt["service"])  # the move stopped it within a minute of a start, maybe twice
         rc, out, err = rt.systemctl("start", rt.rt["service"])
         if rc != 0:
             raise MoveError("systemctl start %s: %s" % (rt.rt["service"], (err or out).strip()))
@@ -234,6 +239,7 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
                 % (root_variable, name, p["old_root"], root, step, cause, rt.rt["config"], name, p["old_root"], again,
                    rt.rt["service"], backup, rt.rt["config"], not_started)) from exc
         not_started = start_clients()
+        remove_file(config_path + STOPPED_SUFFIX)
         remove_file(backup)
         raise MoveError(
             "%s: moving %s's store from %s to %s failed at \"%s\": %s. %s runs again on %s with the %s it had; "
@@ -241,8 +247,39 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
             % (root_variable, name, p["old_root"], root, step, cause, name, p["old_root"], rt.rt["config"],
                not_started, policy_variable)) from exc
     not_started = start_clients()
+    remove_file(config_path + STOPPED_SUFFIX)
     remove_file(backup)
     if not_started:
         raise MoveError("%s: %s's store moved from %s to %s and %s runs there with every image, but%s See journalctl "
                         "-u for each." % (root_variable, name, p["old_root"], root, name, not_started))
     return images
+
+
+def recover(rt, config_path):
+    """What a move that died (its controller gone with its node's processes, a node restarted mid-move) left behind,
+    finished: the units it had stopped for the move (STOPPED_SUFFIX, beside the configuration) started again, each
+    one's start limit reset first, then its notes removed (that list, and the copy of the old configuration). Called
+    once the configuration and the runtime agree (no move to do, the runtime started). Returns the units started;
+    raises MoveError naming those that do not start (the notes are kept)."""
+    note, backup = config_path + STOPPED_SUFFIX, config_path + BACKUP_SUFFIX
+    try:
+        with open(note) as f:
+            stopped = json.load(f)
+    except (IOError, OSError, ValueError):
+        stopped = []  # no note (the move died before it stopped anything), or a half-written one
+    started, failed = [], []
+    for unit in stopped if isinstance(stopped, list) else []:
+        if rt.active(unit):
+            continue
+        rt.systemctl("reset-failed", unit)
+        rc, out, err = rt.systemctl("start", unit)
+        if rc != 0:
+            failed.append("%s (%s)" % (unit, (err or out).strip()))
+        else:
+            started.append(unit)
+    if failed:
+        raise MoveError("a move that did not finish left %s stopped, and it does not start again: %s"
+                        % (", ".join(f.split(" (")[0] for f in failed), "; ".join(failed)))
+    remove_file(note)
+    remove_file(backup)
+    return started

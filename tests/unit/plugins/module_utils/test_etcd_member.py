@@ -1,5 +1,7 @@
 """etcd_member_info: one member description for systemd and static pod members."""
 
+import os
+
 import pytest
 
 from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import member as em
@@ -157,3 +159,35 @@ RUNNING = "LoadState=loaded\nActiveState=active\nUnitFileState=enabled\n"
 def test_whether_the_unit_needs_starting(data, mark, show, running, start):
     plan = em.start_plan(data, FACT, mark, 3, show)
     assert (plan["running"], plan["start"]) == (running, start)
+
+
+def test_the_note_of_an_interrupted_move_names_an_old_directory_only_while_it_is_there():
+    from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import member as m
+    assert m.moved_from_path("/mnt/local-ssd/etcd/") == "/mnt/local-ssd/etcd.moved-from"
+    assert m.moved_from("/var/lib/etcd/default\n", lambda p: p == "/var/lib/etcd/default") == "/var/lib/etcd/default"
+    assert m.moved_from("/var/lib/etcd/default\n", lambda p: False) == ""  # kept as its backup already
+    assert m.moved_from(None, lambda p: True) == "" and m.moved_from("relative", lambda p: True) == ""
+
+
+def test_a_file_written_after_the_member_started_is_stale_and_one_written_before_is_not(tmp_path):
+    from ansible_collections.kubescale.tuning.plugins.module_utils.etcd import member as m
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    ticks = os.sysconf("SC_CLK_TCK")
+    # started 100 s after boot; the machine has been up 1,000 s: 900 s ago
+    (proc / "42" / "stat").write_text("42 (etcd) S " + " ".join(["0"] * 18) + " %d 0 0" % (100 * ticks))
+    (proc / "uptime").write_text("1000.00 1500.00\n")
+    started = m.process_started(42, proc=str(proc), now=10000.0)
+    assert abs(started - 9100.0) < 0.01
+    assert m.process_started(43, proc=str(proc)) is None
+    mtimes = {"/etc/default/etcd-events": 9500.0, "/etc/etcd-events/member.crt": 9000.0,
+              "/etc/etcd-events/ca.crt": 9100.5}
+    reads = sorted(mtimes) + ["/gone"]
+
+    def mtime(path):
+        if path not in mtimes:
+            raise OSError(2, "No such file")
+        return mtimes[path]
+    # written 400 s after the start: the member runs without it; 0.5 s after is the same run's write and restart
+    assert m.stale_reads(reads, started, mtime) == ["/etc/default/etcd-events"]
+    assert m.stale_reads(reads, None, mtime) == []

@@ -284,3 +284,30 @@ def test_a_client_that_does_not_start_again_is_named(tmp_path, monkeypatch, full
     else:
         assert msg.startswith("r: containerd's store moved from %s to %s and containerd runs there" % (old, new))
         assert node.root == new
+
+
+@pytest.mark.parametrize("kind", ["docker", "containerd"])
+def test_what_a_move_that_died_left_is_finished_by_the_next_call(tmp_path, kind):
+    """Killed after its switch: the configuration names the new root, the runtime runs there (node_state started it),
+    but the units the move stopped are stopped and its notes are left. The next call starts what the move noted it
+    stopped (each one's start limit reset first), nothing else, and removes the notes; with no note it does nothing."""
+    node, config, _old, _new, _settings = setup(tmp_path, kind)
+    rt = runtime(node, kind)
+    assert sm.recover(rt, config) == []
+    for suffix, text in ((sm.BACKUP_SUFFIX, "the configuration before the move"),
+                         (sm.STOPPED_SUFFIX, json.dumps(["kubelet.service"]))):
+        with open(config + suffix, "w") as f:
+            f.write(text)
+    node.active.discard("kubelet.service")
+    node.active.discard("docker.service")  # a client the move did not stop: left alone
+    node.limited.add("kubelet.service")  # stopped and started within a minute already
+    assert sm.recover(rt, config) == ["kubelet.service"]
+    assert "kubelet.service" in node.active and "docker.service" not in node.active
+    assert not os.path.exists(config + sm.BACKUP_SUFFIX) and not os.path.exists(config + sm.STOPPED_SUFFIX)
+    with open(config + sm.STOPPED_SUFFIX, "w") as f:
+        f.write(json.dumps(["kubelet.service"]))
+    node.active.discard("kubelet.service")
+    node.broken.add("kubelet.service")
+    with pytest.raises(sm.MoveError, match="left kubelet.service stopped, and it does not start again"):
+        sm.recover(rt, config)
+    assert os.path.exists(config + sm.STOPPED_SUFFIX)  # kept, with the failure, for the next run and the operator
