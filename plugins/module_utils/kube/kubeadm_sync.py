@@ -148,6 +148,23 @@ def _cluster_record(yaml, client, record, edit, run_command, kubeadm_bin):
     return Source(record.label, record.text, after, cfg, record=record, replan=replan)
 
 
+def _dry_run(client, source):
+    """Send a record's change as a server-side dry run; the Source it holds for (a fresh one when the record changed
+    since it was read: another control plane node of the same run, a run that died and whose node finished its write,
+    an operator - read again and the edit applied to what is there). Raises RecordError."""
+    for _attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            send(client, source.record, source.after, dry_run=True)
+            return source
+        except RecordConflict:
+            if source.replan is None:
+                raise
+            source = source.replan()
+            if not source.changed:
+                return source
+    raise RecordError("%s kept changing under %d dry runs; run again" % (source.label, CONFLICT_ATTEMPTS))
+
+
 def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
     """The Sync of `edit` (a function changing a ClusterConfiguration dict in place, raising KubeadmError) applied to
     the file `opts['config']` (when it exists) and to kubeadm's record (per `opts['record']`). Refusals raise
@@ -172,7 +189,7 @@ def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
             sources.append(_cluster_record(yaml, client, record, edit, run_command, kubeadm_bin))
     except (yaml.YAMLError, KubeadmError, RecordError, IOError, OSError) as exc:
         raise SyncError("kubeadm's record (ConfigMap kube-system/%s): %s" % (CLUSTER[0], exc)) from None
-    for source in sources:
+    for i, source in enumerate(sources):
         if not source.changed:
             continue
         if not kubeadm_bin:
@@ -184,7 +201,7 @@ def plan(yaml, run_command, kubeadm_bin, opts, edit, var=""):
             raise SyncError("%s: kubeadm refuses the new ClusterConfiguration: %s" % (source.label, refused))
         if source.record is not None:
             try:
-                send(client, source.record, source.after, dry_run=True)
+                sources[i] = _dry_run(client, source)
             except RecordError as exc:
                 raise SyncError(str(exc)) from None
     return Sync(sources, client)
@@ -228,7 +245,7 @@ def plan_kubelet(yaml, run_command, kubeadm_bin, opts, settings, var=""):
         if refused:
             raise SyncError("%s: kubeadm refuses the new KubeletConfiguration: %s" % (source.label, refused))
         try:
-            send(client, record, after, dry_run=True)
+            source = _dry_run(client, source)
         except RecordError as exc:
             raise SyncError(str(exc)) from None
     return Sync([source], client)

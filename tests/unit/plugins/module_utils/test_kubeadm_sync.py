@@ -261,3 +261,23 @@ def test_a_request_the_load_balancer_drops_or_an_api_server_sheds_is_asked_again
     with pytest.raises(rec.RecordError, match=r"does not answer: .*reset.* \(asked 6 times in 30 s\)"):
         client.call("GET", "/api")
     assert slept == list(rec.RETRY_PAUSES)
+
+
+def test_a_record_changed_between_its_read_and_the_dry_run_is_read_again_and_planned_on_what_is_there(client):
+    """A run that died, whose node finished its own write right after the next run read the record: the next run's
+    dry run finds the record changed, reads it again and plans on it - nothing left to send when it holds the edit."""
+    real_call = client.call
+    raced = []
+
+    def racing(method, path, body=None):
+        if method == "PUT" and "dryRun" in path and not raced:  # the other writer's change lands before our dry run
+            raced.append(1)
+            cfg = yaml.safe_load(client.objects["kubeadm-config"]["data"]["ClusterConfiguration"])
+            edit_inflight(cfg)
+            client.objects["kubeadm-config"]["data"]["ClusterConfiguration"] = yaml.safe_dump(cfg)
+            meta = client.objects["kubeadm-config"]["metadata"]
+            meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        return real_call(method, path, body)
+    client.call = racing
+    plan = sync.plan(yaml, ok, "/usr/bin/kubeadm", {"record": "auto"}, edit_inflight)
+    assert raced and plan.changed == [] and plan.write() == []
