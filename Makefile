@@ -81,6 +81,8 @@ molecule: image
 # The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
 # etcd, then the control plane whose objects live in it (and its scheduler); the rest (the Events cluster and kube-apiserver's manifest among it).
 # test_events_etcd.py and test_control_plane.py also share a lock (tests/integration/conftest.py).
+# Each stream ends with its chaos rounds (tests/chaos/): ansible-playbook killed inside each transaction its nodes
+# own, then a plain re-run that must converge; CHAOS_ROUNDS (1 here, 5 in make bench) rounds each, seeds printed.
 # Bad input for every variable (each class playbook refuses it all before any change), the whole-lab audit (all
 # green, nothing changed, the report in a browser), the workers' converged state (testinfra)
 # and the cluster's own lifecycle (the real kubeadm upgrades every node; every tuning still in force) run while
@@ -90,9 +92,9 @@ lab-test: lab
 	pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
 	pytest -q -rs --durations=3 tests/integration/test_kubeadm_lifecycle.py
 	bash scripts/parallel.sh \
-	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py" \
-	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py" \
-	  "lab=pytest -q -rs --durations=5 tests/integration --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
+	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py" \
+	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
+	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_nodes.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
 test: deps
 	$(MAKE) lint
@@ -133,3 +135,5 @@ bench: deps
 	$(PYTHON) -m bench.worker_cpu --rounds 3 --baseline $(BASELINE)
 	$(PYTHON) -m bench.skip_cost --rounds 3
 	$(PYTHON) -m bench.preload_url --nodes 20 --rounds 2
+	ansible-playbook playbooks/site.yml  # the chaos rounds start from a converged lab
+	$(PYTHON) -m tests.chaos.chaos --rounds 5

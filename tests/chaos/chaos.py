@@ -1,0 +1,218 @@
+"""A controller killed inside a multi-step transaction, then a plain re-run: does the lab converge, with nothing lost?
+
+Each Transaction names a playbook run that has work to do once `prepare` has put its node where the collection finds
+it before that tuning (a member on the OS disk, a wiped SSD, images gone, a setting the run changes), the task-name
+prefixes the transaction runs through (`steps`), and what must hold once a plain re-run converged (`verify`).
+
+A round, from its seed:
+  1. prepare;
+  2. start the run (its own ssh ControlPath directory, in a session of its own);
+  3. when the default callback prints the banner of the step the seed picked (`TASK [<step>`), wait the seed's delay
+     (0 to `window` seconds), then SIGKILL ansible-playbook, its forks and its ssh connections (their control masters
+     included, found by the round's ControlPath directory) - the controller gone. With the seed's other choice the
+     node's own ansible processes are killed as well, as when the node's session is torn down with the connection
+     (systemd-logind's KillUserProcesses, a pty): the step stops wherever it was on the node too;
+  4. the same run again, unchanged: it must succeed;
+  5. verify: every etcd key on every member, every image present, no runtime store half-moved, the API server
+     answering - whatever the transaction protects;
+  6. restore, when the transaction changed a setting the lab's site run would change back (run without the kill).
+
+`python -m tests.chaos.chaos --transaction NAME --seed SEED` replays one round; a failing round prints that line.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+           ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"), ANSIBLE_FORCE_COLOR="0", PY_COLORS="0")
+
+
+# The default callback's banner of a task, as it starts: "TASK [<role> : <name>] ****" or "TASK [<name>] ****".
+BANNER = re.compile(r"^TASK \[(.*)\] \*+$")
+
+
+class RoundFailed(AssertionError):
+    """A round that did not converge; its message carries the replay command."""
+
+
+@dataclass
+class Transaction:
+    name: str
+    host: str
+    argv: List[str]  # ansible-playbook's arguments (the run killed, then run again)
+    steps: List[str]  # task-name prefixes inside the transaction, in the order it runs them ("<prefix>#2": its 2nd)
+    verify: Callable[[], None]
+    prepare: Callable[[], None] = lambda: None
+    restore: Optional[List[str]] = None  # ansible-playbook's arguments of the run that puts the lab's setting back
+    after_restore: Optional[Callable[[], None]] = None  # what holds after that run
+    cleanup: Optional[Callable[[], None]] = None  # puts back by hand what no run of the lab's settings would
+    window: float = 3.0  # the kill lands 0 to `window` seconds after the step's banner
+    stream: str = ""  # which of make lab-test's streams owns the transaction's nodes
+
+
+@dataclass
+class Outcome:
+    transaction: str
+    seed: int
+    step: str
+    delay: float
+    node_killed: bool
+    killed_in: str = ""  # the last banner printed before the kill
+    killed: bool = False  # False: the run ended before the kill was due
+    rerun_s: float = 0.0
+    log: List[str] = field(default_factory=list)
+
+    def replay(self):
+        return "python -m tests.chaos.chaos --transaction %s --seed %d" % (self.transaction, self.seed)
+
+    def line(self):
+        if not self.killed:
+            return "%s seed %d: the run ended before the kill (%s +%.1fs) was due" % (
+                self.transaction, self.seed, self.step, self.delay)
+        return "%s seed %d: killed %.1fs into TASK [%s]%s; the re-run converged in %.0fs" % (
+            self.transaction, self.seed, self.delay, self.killed_in,
+            " with the node's ansible processes" if self.node_killed else "", self.rerun_s)
+
+
+def playbook(*argv, check=True):
+    proc = subprocess.run(["ansible-playbook"] + list(argv), cwd=REPO, env=ENV, capture_output=True, text=True,
+                          check=False)
+    if check and proc.returncode != 0:
+        raise RoundFailed("ansible-playbook %s failed:\n%s" % (" ".join(argv), proc.stdout[-4000:]))
+    return proc
+
+
+def node(name, *argv, check=True, stdin=None):
+    proc = subprocess.run(["docker", "exec"] + (["-i"] if stdin is not None else []) + ["kslab-" + name]
+                          + list(argv), capture_output=True, text=True, check=False, input=stdin)
+    if check and proc.returncode != 0:
+        raise RoundFailed("%s: %s failed: %s" % (name, " ".join(argv), proc.stderr.strip()[-2000:]))
+    return proc
+
+
+def _kill_controller(proc, control_dir):
+    """SIGKILL ansible-playbook's session (its forks, their ssh clients) and the ssh control masters of this round
+    (they leave the session when they daemonize; their title names the ControlPath, in control_dir)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    out = subprocess.run(["pgrep", "-f", re.escape(control_dir)], capture_output=True, text=True, check=False)
+    for pid in out.stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def _kill_node_ansible(host):
+    """The node's side of the connection gone too: every ansible module process on it."""
+    node(host, "pkill", "-KILL", "-f", "AnsiballZ|ansible_module|/\\.ansible/tmp", check=False)
+
+
+def kill_round(tx: Transaction, seed: int, out=sys.stdout) -> Outcome:
+    """One round of `tx` from `seed`; raises RoundFailed (with the replay command) when it does not converge."""
+    rng = random.Random(seed)
+    step = tx.steps[rng.randrange(len(tx.steps))]
+    prefix, _sep, nth = step.partition("#")
+    nth = int(nth or 1)
+    delay = round(rng.uniform(0, tx.window), 2)
+    node_killed = rng.random() < 0.5
+    outcome = Outcome(tx.name, seed, step, delay, node_killed)
+    try:
+        tx.prepare()
+        control_dir = tempfile.mkdtemp(prefix="kubescale-chaos-cp-")
+        env = dict(ENV, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
+        proc = subprocess.Popen(["ansible-playbook"] + tx.argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        fired = threading.Event()
+        last = [""]
+
+        def fire():
+            if proc.poll() is None:
+                outcome.killed_in, outcome.killed = last[0], True
+                _kill_controller(proc, control_dir)
+                if node_killed:
+                    _kill_node_ansible(tx.host)
+
+        timer, seen = None, 0
+        for line in proc.stdout:
+            outcome.log.append(line.rstrip("\n"))
+            match = BANNER.match(line.rstrip())
+            if not match:
+                continue
+            last[0] = match.group(1).split(" : ", 1)[-1]  # a role's task: "<role> : <name>"
+            seen += last[0].startswith(prefix)
+            if timer is None and seen == nth:
+                timer = threading.Timer(delay, fire)
+                timer.start()
+                fired.set()
+        proc.wait()
+        if timer is not None:
+            timer.cancel()
+            timer.join()  # a kill under way finishes (the node's processes too) before the re-run starts
+        _kill_controller(proc, control_dir)  # no control master outlives the round
+        shutil.rmtree(control_dir, ignore_errors=True)
+        if not fired.is_set():
+            raise RoundFailed("step %r never started:\n%s" % (step, "\n".join(outcome.log[-60:])))
+        if not outcome.killed and proc.returncode != 0:
+            raise RoundFailed("the run failed before the kill:\n%s" % "\n".join(outcome.log[-60:]))
+        started = time.time()
+        playbook(*tx.argv)
+        outcome.rerun_s = time.time() - started
+        tx.verify()
+        if tx.restore:
+            playbook(*tx.restore)
+            (tx.after_restore or tx.verify)()
+        if tx.cleanup:
+            tx.cleanup()
+    except (AssertionError, subprocess.SubprocessError, OSError) as exc:
+        raise RoundFailed("%s\nchaos round failed: %s\nreplay it with: %s"
+                          % (exc, outcome.line(), outcome.replay())) from exc
+    print("chaos: " + outcome.line(), file=out, flush=True)
+    return outcome
+
+
+def seeds(rounds, base=None):
+    """The rounds' seeds: from CHAOS_SEED (or `base`) when given, else from the clock; printed by each round."""
+    base = base if base is not None else int(os.environ.get("CHAOS_SEED") or time.time() * 1000) % (2 ** 31)
+    return [base + i for i in range(rounds)]
+
+
+def rounds_wanted():
+    return int(os.environ.get("CHAOS_ROUNDS", "1"))
+
+
+def main(argv=None):
+    from tests.chaos import transactions
+
+    ap = argparse.ArgumentParser(prog="python -m tests.chaos.chaos", description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--transaction", action="append", choices=sorted(transactions.ALL),
+                    help="one transaction (repeat for more; every one by default)")
+    ap.add_argument("--seed", type=int, help="the first round's seed (the clock's by default)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds per transaction")
+    args = ap.parse_args(argv)
+    names = args.transaction or sorted(transactions.ALL)
+    survived = {}
+    for name in names:
+        for seed in seeds(args.rounds, args.seed):
+            kill_round(transactions.ALL[name](), seed)
+            survived[name] = survived.get(name, 0) + 1
+    print("chaos: rounds survived: " + ", ".join("%s %d" % kv for kv in survived.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
