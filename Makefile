@@ -88,27 +88,39 @@ molecule: image
 # and the cluster's own lifecycle (the real kubeadm upgrades every node; every tuning still in force) run while
 # nothing else does.
 lab-test: lab
+	@echo "lab-test: $$(date +%T) site, twice"
 	bash tests/integration/site_twice.sh
+	@echo "lab-test: $$(date +%T) bad input, the fleet audit, the workers' state"
 	pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py
+	@echo "lab-test: $$(date +%T) kubeadm upgrade"
 	pytest -q -rs --durations=3 tests/integration/test_kubeadm_lifecycle.py
+	@echo "lab-test: $$(date +%T) three streams"
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py" \
 	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
 	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_nodes.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
 test: deps
+	@echo "make test: $$(date +%T) lint"
 	$(MAKE) lint
+	@echo "make test: $$(date +%T) unit"
 	$(MAKE) unit
+	@echo "make test: $$(date +%T) azure-inventory"
 	$(MAKE) azure-inventory
+	@echo "make test: $$(date +%T) sanity"
 	$(MAKE) sanity
 	$(MAKE) packer-validate
+	@echo "make test: $$(date +%T) the lab made anew"
 	$(MAKE) lab-down
 	$(MAKE) lab
+	@echo "make test: $$(date +%T) molecule beside the lab's tests"
 	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
+	@echo "make test: $$(date +%T) bake"
 	$(MAKE) bake
 	pytest -q -rs --durations=3 tests/integration/test_baked_join.py
+	@echo "make test: $$(date +%T) the execution environment"
 	$(MAKE) ee-test
-	@echo "make test: all checks passed"
+	@echo "make test: $$(date +%T) all checks passed"
 
 # make bench BASELINE=<git revision>: the benchmarks that compare two trees (before / after columns) measure this
 # checkout against it, side by side in one run (each JSON records it). By default the last commit: what the uncommitted

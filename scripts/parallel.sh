@@ -17,7 +17,9 @@ for spec in "$@"; do
   (
     start=$SECONDS
     # stdin from /dev/null: ansible refuses a non-blocking stdin, which a background job may inherit
-    bash -c "$cmd" < /dev/null 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
+    # each line prefixed with the stream's name and its seconds since the start, to see where a stream's time goes
+    bash -c "$cmd" < /dev/null 2>&1 | tee "$logs/$name.log" |
+      while IFS= read -r line; do printf '[%s %ds] %s\n' "$name" "$((SECONDS - start))" "$line"; done
     rc=${PIPESTATUS[0]}
     echo "$rc $((SECONDS - start))" > "$logs/$name.rc"
     exit "$rc"
