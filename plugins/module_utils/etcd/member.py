@@ -240,4 +240,3 @@ def stale_reads(reads, started, mtime=os.path.getmtime):
         except (IOError, OSError):
             continue
     return out
-

@@ -252,8 +252,8 @@ def test_the_etcd_classes_disks_are_in_memory_and_the_others_on_the_machines_dis
         assert disks.memory_backed(name) and disks.disk_path(name).startswith(disks.MEMORY_DIR + os.sep)
     assert disks.MEMORY_DIR.startswith("/dev/shm/")
     for name in ("cp-1", "cpu-12", "gpu-1", "lb-1"):
-        assert not disks.memory_backed(name) and disks.disk_path(name) == os.path.join(disks.STATE, "disks",
-                                                                                         name + ".img")
+        assert not disks.memory_backed(name)
+        assert disks.disk_path(name) == os.path.join(disks.STATE, "disks", name + ".img")
 
 
 def test_an_etcd_node_made_without_the_emulated_network_disk_is_made_again():
