@@ -64,7 +64,7 @@ def failed_msgs(results):
 
 @pytest.fixture(scope="module")
 def blob():
-    from blob import Blob
+    from lab.blob import Blob
 
     root = tempfile.mkdtemp(prefix="kubescale-blob-root-", dir="/var/tmp")
     os.chmod(root, 0o755)
