@@ -24,15 +24,28 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "deps: dockerd did not start, see /var/log/kubescale-dockerd.log" >&2; exit 1; }
 fi
 
-# The pinned controller tooling. /usr/bin/python3: the pyenv shim on PATH may point elsewhere.
-stamp=.venv/.requirements.sha256
+# The pinned controller tooling, in a venv per requirements digest under /var/cache/kubescale-tuning that every checkout
+# on this machine shares (.venv is a link to it): building one is minutes of byte-compiling, a fresh clone finds it
+# built. /usr/bin/python3: the pyenv shim on PATH may point elsewhere.
 want="$(cat requirements-dev.txt requirements-azure.txt | sha256sum | cut -d' ' -f1)"
-if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "deps: building .venv from requirements-dev.txt and requirements-azure.txt"
-  /usr/bin/python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt -r requirements-azure.txt
-  echo "$want" > "$stamp"
-fi
+cache="${KUBESCALE_VENV_CACHE:-/var/cache/kubescale-tuning}"
+venv="$cache/venv-${want:0:16}"
+mkdir -p "$cache"
+(
+  flock 9  # make test runs deps in streams side by side: one builds, the others wait for it
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+    echo "deps: building $venv from requirements-dev.txt and requirements-azure.txt"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r requirements-dev.txt -r requirements-azure.txt
+    echo "$want" > "$venv/.requirements.sha256"
+  fi
+  if [ "$(readlink .venv 2>/dev/null)" != "$venv" ]; then
+    rm -rf .venv.new && ln -s "$venv" .venv.new
+    [ -L .venv ] || rm -rf .venv  # a directory an older checkout built
+    mv -T .venv.new .venv
+  fi
+) 9>"$cache/venv.lock"
 
 # The repo root is the collection: make it importable as kubescale.tuning without installing it.
 mkdir -p .collections/ansible_collections/kubescale

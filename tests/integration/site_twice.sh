@@ -107,6 +107,8 @@ if [ -n "$poller" ]; then
   done
 fi
 recap "$logs/first"
+echo "site: the first run's slowest tasks (seconds until the last host answered)"
+python3 tests/integration/task_results.py slowest "$logs/first.jsonl" 12
 python3 tests/integration/task_results.py compare "$logs/check.jsonl" "$logs/first.jsonl"
 if [ "${KUBESCALE_LAB_FRESH:-0}" = 1 ]; then
   ansible-inventory --list > "$logs/inventory.json"

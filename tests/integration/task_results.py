@@ -6,6 +6,8 @@
     python3 tests/integration/task_results.py expect REAL EXPECTED INVENTORY_JSON
         the first run on a fresh lab changed what it must (EXPECTED: tests/integration/first_run_changes.yml), on
         every host of each entry's group (INVENTORY_JSON: `ansible-inventory --list`).
+    python3 tests/integration/task_results.py slowest RESULTS [N]
+        where a run's time went: the N (10) tasks that took longest, each with its last host's seconds.
 """
 
 import difflib
@@ -85,7 +87,23 @@ def missing(real, expected, inventory):
     return out
 
 
+def slowest(path, count=10):
+    """The tasks that took longest, as lines: the seconds until the task's last host answered, the task, its file."""
+    tasks = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            key = (r["play"], r["task"], r["path"])
+            tasks[key] = max(tasks.get(key, 0.0), float(r.get("seconds", 0.0)))
+    ranked = sorted(tasks.items(), key=lambda kv: -kv[1])[:count]
+    return ["%7.1f s  %s | %s (%s)" % (secs, play, task, path.rsplit("/roles/", 1)[-1]) for (play, task, path), secs
+            in ranked]
+
+
 def main(argv):
+    if len(argv) in (2, 3) and argv[0] == "slowest":
+        print("\n".join(slowest(argv[1], int(argv[2]) if len(argv) == 3 else 10)))
+        return 0
     if len(argv) == 3 and argv[0] == "compare":
         found = differences(read(argv[1]), read(argv[2]))
         if found:

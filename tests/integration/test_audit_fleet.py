@@ -1,4 +1,5 @@
-"""playbooks/audit.yml over the whole converged lab, while nothing else runs (make lab-test, right after site).
+"""playbooks/audit.yml over the whole converged lab, while nothing else runs (make lab-test, right after site and the
+real kubeadm's upgrade of every node, test_kubeadm_lifecycle.py).
 
 All green; read-only by construction: with --check and without, every node's /etc and /var/lib/kubescale unchanged
 and changed=0 everywhere; the HTML report opened in a real browser (Debian's headless Chromium): the summary and the
@@ -40,7 +41,8 @@ def test_the_converged_lab_is_all_green(runs):
         assert set(doc["nodes"]) == set(runs["hosts"])
         assert doc["totals"]["green"] == len(runs["hosts"])
         areas = set(c["area"] for n in doc["nodes"].values() for c in n["checks"])
-        assert {"sysctl", "neighbours", "local_ssd", "etcd", "etcd_events", "control_plane", "runtime", "boot"} <= areas
+        assert {"sysctl", "neighbours", "local_ssd", "etcd", "etcd_events", "control_plane", "runtime", "boot",
+                "kubeadm"} <= areas  # kubeadm: its record agrees with every node (nothing an upgrade would revert)
         assert sum(c["nodes"] for c in doc["classes"].values()) == len(runs["hosts"])
 
 

@@ -63,3 +63,14 @@ def test_a_task_and_its_check_mode_twin_are_one_step(tmp_path):
     wrong = write_twins(tmp_path / "w", [("a", "Start it", "ok"), ("a", twin, "skipped"), ("a", "Wait", "ok")])
     assert tr.differences(tr.read(check), tr.read(wrong)) == ["a:", "  -p | start.yml | Start it: changed",
                                                               "  +p | start.yml | Start it: ok"]
+
+
+def test_the_slowest_tasks_are_ranked_by_their_last_hosts_seconds(tmp_path):
+    rows = [dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h1", status="ok", seconds=1.5),
+            dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h2", status="ok", seconds=4.0),
+            dict(play="p", task="b", path="/c/roles/r/tasks/main.yml:9", host="h1", status="changed", seconds=2.0),
+            dict(play="p", task="c", path="/c/roles/r/tasks/main.yml:12", host="h1", status="ok", seconds=0.1)]
+    path = tmp_path / "r"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert tr.slowest(str(path), 2) == ["    4.0 s  p | a (r/tasks/main.yml:3)",
+                                        "    2.0 s  p | b (r/tasks/main.yml:9)"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -15,7 +16,8 @@ DOCUMENTATION = """
 name: task_results
 type: aggregate
 short_description: every task's result per host as JSON lines (tests/integration/site_twice.sh)
-description: [Writes each task's status on each host - ok, changed, skipped, failed, unreachable - to $KUBESCALE_TASK_RESULTS.]
+description: [Writes each task's status on each host - ok, changed, skipped, failed, unreachable - and the seconds since
+  the task started to $KUBESCALE_TASK_RESULTS.]
 """
 
 
@@ -28,17 +30,25 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._play = ""
+        self._started = time.monotonic()
         self._out = os.environ.get("KUBESCALE_TASK_RESULTS")
 
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name()
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._started = time.monotonic()
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._started = time.monotonic()
 
     def _write(self, result, status):
         if not self._out:
             return
         task = result._task
         line = {"play": self._play, "task": task.get_name(), "path": task.get_path() or "", "action": task.action,
-                "host": result._host.get_name(), "status": status}
+                "host": result._host.get_name(), "status": status,
+                "seconds": round(time.monotonic() - self._started, 2)}
         if status == "ok" and result._result.get("changed"):
             line["status"] = "changed"
         with open(self._out, "a") as f:

@@ -230,8 +230,7 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
     digest = standin.read(str(manifest))[0]
     unit = standin.unit_of("etcd.yaml")
     calls = []
-    monkeypatch.setattr(standin, "loaded_units", lambda: {unit})
-    monkeypatch.setattr(standin, "unit_states", lambda units: {unit: ("active", digest, "")})
+    monkeypatch.setattr(standin, "pod_units", lambda: {unit: ("active", digest)})
     monkeypatch.setattr(standin, "stop_unit", lambda *a: calls.append(("stop",) + a))
     monkeypatch.setattr(standin, "start_unit", lambda *a: calls.append(("start",) + a) or True)
     pods = standin.Pods(str(manifests))
@@ -244,6 +243,38 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
     manifest.write_text("spec:\n  containers:\n  - command: [etcd, --data-dir=/var/lib/etcd]\n")
     pods.sync()
     assert [c[0] for c in calls] == ["stop", "start"]
+
+
+def test_the_standin_reads_its_pods_units_in_one_call_and_decodes_a_manifest_once(monkeypatch):
+    import importlib.util
+    import os
+    import types
+    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
+    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    listed = ("kubelet-pod-etcd.service  loaded active running kubelet static pod etcd.yaml 0123abcd\n"
+              "\u25cf kubelet-pod-kube-scheduler.service loaded failed failed kubelet static pod kube-scheduler.yaml 4567ef\n"
+              "kubelet-pod-odd.service loaded inactive dead something else\n")
+    asked = []
+    monkeypatch.setattr(standin, "systemctl", lambda *a: asked.append(a) or types.SimpleNamespace(stdout=listed))
+    assert standin.pod_units() == {"kubelet-pod-etcd.service": ("active", "0123abcd"),
+                                   "kubelet-pod-kube-scheduler.service": ("failed", "4567ef"),
+                                   "kubelet-pod-odd.service": ("inactive", "")}
+    assert len(asked) == 1
+    block = b"spec:\n  containers:\n  - command: [etcd]\n"
+    flow = b"{spec: {containers: [{command: [etcd]}]}}"
+    assert standin.decode(block)[2] == standin.decode(flow)[2]  # the pod's digest, not the text's
+    pod = standin.pod_of(block)
+    pod["spec"]["containers"].clear()  # a caller's copy: the decoded pod stays as the file says
+    assert standin.pod_of(block)["spec"]["containers"] == [{"command": ["etcd"]}]
+    assert standin.decode(b"spec: [unclosed")[0] is False
+    loads = []
+    real = standin.yaml.load
+    monkeypatch.setattr(standin.yaml, "load", lambda *a, **k: loads.append(1) or real(*a, **k))
+    for _ in range(3):
+        standin.decode(b"spec: {containers: [{command: [kube-apiserver]}]}")
+    assert len(loads) == 1
 
 
 def test_the_etcd_classes_disks_are_in_memory_and_the_others_on_the_machines_disk():
