@@ -1,6 +1,6 @@
 # kubescale.tuning — two commands do all set-up on a fresh Debian 12 machine (root):
 #   make site   build the lab and converge it with playbooks/site.yml (twice: the second run must change nothing)
-#   make test   every check: lint, sanity, unit, then molecule and a lab made anew side by side, then a bake
+#   make test   every check: lint, sanity, unit and molecule beside a lab made anew and its tests, then a bake
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV := $(CURDIR)/.venv
@@ -100,12 +100,14 @@ lab-test: lab
 	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
 	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_nodes.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
-# The checks that need no lab (one core each, mostly) run while the lab is made anew.
-test: deps
-	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity and packer beside the lab made anew"
-	bash scripts/parallel.sh "checks=$(MAKE) lint unit azure-inventory sanity packer-validate" "lab=$(MAKE) lab-down lab"
-	@echo "make test: $$(date +%T) molecule beside the lab's tests"
-	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh "molecule=$(MAKE) molecule" "lab-test=$(MAKE) lab-test"
+# Two streams side by side: the checks that need no lab (one core each, mostly), then molecule; the lab made anew,
+# then its tests. The base image and the Kubernetes build both use are made first, once.
+test: deps image
+	bash lab/k8s/build.sh >/dev/null
+	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule; beside them the lab made anew and its tests"
+	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh \
+	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule" \
+	  "lab-test=$(MAKE) lab-down lab-test"
 	@echo "make test: $$(date +%T) bake"
 	$(MAKE) bake
 	pytest -q -rs --durations=3 tests/integration/test_baked_join.py

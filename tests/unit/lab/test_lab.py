@@ -272,8 +272,9 @@ def test_the_standin_reads_its_pods_units_in_one_call_and_decodes_a_manifest_onc
     loads = []
     real = standin.yaml.load
     monkeypatch.setattr(standin.yaml, "load", lambda *a, **k: loads.append(1) or real(*a, **k))
-    for _ in range(3):
-        standin.decode(b"spec: {containers: [{command: [kube-apiserver]}]}")
+    manifest = b"spec: {containers: [{command: [kube-apiserver]}]}"
+    for data in (manifest, manifest, manifest):
+        standin.decode(data)
     assert len(loads) == 1
 
 
