@@ -103,8 +103,10 @@ def test_packed_replicas_share_nodes_and_the_role_gives_each_its_own(dns, capsys
     with capsys.disabled():
         print("\n10 DNS replicas, bin-packing, no anti-affinity: %d nodes, up to %d replicas on one" % (
             len(before), shared))
-    # MostAllocated: each replica scores the node the one before it took highest, so all ten share one node
-    assert len(before) == 1 and shared == 10, before
+    # MostAllocated packs them: replicas share nodes (the risk dns_spread removes). Which node the first ones take is
+    # the scheduler's random tie-break among equally scored nodes (a DNS pod's request moves a big node's score by
+    # less than one point), so it is most often all ten on one node, sometimes nine and one.
+    assert shared >= 2 and len(before) < 10, before
     rv = objects()
     check = run("--check", "--diff")
     assert check.returncode == 0 and recap(check, "cp-1")["changed"] == 1, check.stdout[-3000:]
