@@ -1,7 +1,9 @@
 """The lab's decisions: its Debian mirror from the machine's apt sources (either format), the nodes and their address
 ranges, when an existing node must be recreated, the inventory it writes, kwok's Nodes and the control plane fixtures."""
 
+import importlib.util
 import os
+import types
 
 import pytest
 import yaml
@@ -9,6 +11,15 @@ import yaml
 from lab import image, inventory
 from lab import nodes as lab_nodes
 from lab.common import LABEL, LabError
+
+
+def load_standin():
+    """lab/fixtures/kubelet-standin.py, the script the lab's nodes run as their kubelet, as a module (a fresh copy)."""
+    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
+    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    return standin
 
 
 def test_deb822_sources_skip_security():
@@ -119,12 +130,7 @@ def test_the_kubeadm_configurations_are_v1beta4_of_the_pinned_release():
 
 
 def test_the_standin_gives_each_pod_its_own_root():
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
-    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
-    standin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(standin)
+    standin = load_standin()
     manifest = """
 spec:
   containers:
@@ -217,12 +223,7 @@ def test_a_shown_command_never_writes_to_stdout(capfd):
 def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_path, monkeypatch):
     """kubeadm writes a manifest in place (kubeadm init phase etcd local): read empty or half-written it is no change
     (the kubelet's file source keeps its pod when a changed file does not decode); a different pod restarts it."""
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
-    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
-    standin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(standin)
+    standin = load_standin()
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     manifest = manifests / "etcd.yaml"
@@ -246,13 +247,7 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
 
 
 def test_the_standin_reads_its_pods_units_in_one_call_and_decodes_a_manifest_once(monkeypatch):
-    import importlib.util
-    import os
-    import types
-    path = os.path.join(os.path.dirname(image.__file__), "fixtures", "kubelet-standin.py")
-    spec = importlib.util.spec_from_file_location("kubelet_standin", path)
-    standin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(standin)
+    standin = load_standin()
     listed = ("kubelet-pod-etcd.service  loaded active running kubelet static pod etcd.yaml 0123abcd\n"
               "\u25cf kubelet-pod-kube-scheduler.service loaded failed failed kubelet static pod kube-scheduler.yaml 4567ef\n"
               "kubelet-pod-odd.service loaded inactive dead something else\n")
