@@ -110,7 +110,7 @@ if [ -n "$poller" ]; then
   done
 fi
 recap "$logs/first"
-echo "site: the first run's slowest tasks (seconds until the last host answered)"
+echo "site: the first run's slowest tasks (seconds until the last host answered, added up over a rolling play's batches)"
 python3 tests/integration/task_results.py slowest "$logs/first.jsonl" 12
 python3 tests/integration/task_results.py compare "$logs/check.jsonl" "$logs/first.jsonl"
 if [ "${KUBESCALE_LAB_FRESH:-0}" = 1 ]; then

@@ -7,7 +7,8 @@
         the first run on a fresh lab changed what it must (EXPECTED: tests/integration/first_run_changes.yml), on
         every host of each entry's group (INVENTORY_JSON: `ansible-inventory --list`).
     python3 tests/integration/task_results.py slowest RESULTS [N]
-        where a run's time went: the N (10) tasks that took longest, each with its last host's seconds.
+        where a run's time went: the N (10) tasks that took longest, over all their starts (a rolling play starts a
+        task once per batch: "x3").
 """
 
 import difflib
@@ -88,16 +89,25 @@ def missing(real, expected, inventory):
 
 
 def slowest(path, count=10):
-    """The tasks that took longest, as lines: the seconds until the task's last host answered, the task, its file."""
-    tasks = {}
+    """The tasks that took longest, as lines: their seconds, the task, its file. A task's seconds are, for each time it
+    started (once per batch in a rolling play), the seconds until its last host answered, added up over its starts."""
+    runs = {}  # (task, its start) -> seconds until its last host answered
     with open(path) as f:
         for line in f:
             r = json.loads(line)
-            key = (r["play"], r["task"], r["path"])
-            tasks[key] = max(tasks.get(key, 0.0), float(r.get("seconds", 0.0)))
-    ranked = sorted(tasks.items(), key=lambda kv: -kv[1])[:count]
-    return ["%7.1f s  %s | %s (%s)" % (secs, play, task, path.rsplit("/roles/", 1)[-1]) for (play, task, path), secs
-            in ranked]
+            key = ((r["play"], r["task"], r["path"]), r.get("start", 0))
+            runs[key] = max(runs.get(key, 0.0), float(r.get("seconds", 0.0)))
+    tasks = {}  # task -> [seconds, starts]
+    for (task, _start), secs in runs.items():
+        total = tasks.setdefault(task, [0.0, 0])
+        total[0] += secs
+        total[1] += 1
+    ranked = sorted(tasks.items(), key=lambda kv: -kv[1][0])[:count]
+    lines = []
+    for (play, task, path), (secs, starts) in ranked:
+        times = " x%d" % starts if starts > 1 else ""
+        lines.append("%7.1f s  %s | %s (%s)%s" % (secs, play, task, path.rsplit("/roles/", 1)[-1], times))
+    return lines
 
 
 def main(argv):

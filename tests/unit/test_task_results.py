@@ -65,12 +65,18 @@ def test_a_task_and_its_check_mode_twin_are_one_step(tmp_path):
                                                               "  +p | start.yml | Start it: ok"]
 
 
-def test_the_slowest_tasks_are_ranked_by_their_last_hosts_seconds(tmp_path):
-    rows = [dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h1", status="ok", seconds=1.5),
-            dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h2", status="ok", seconds=4.0),
-            dict(play="p", task="b", path="/c/roles/r/tasks/main.yml:9", host="h1", status="changed", seconds=2.0),
-            dict(play="p", task="c", path="/c/roles/r/tasks/main.yml:12", host="h1", status="ok", seconds=0.1)]
+def test_the_slowest_tasks_are_ranked_by_their_last_hosts_seconds_added_up_over_their_batches(tmp_path):
+    rows = [dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h1", status="ok", seconds=1.5, start=1),
+            dict(play="p", task="a", path="/c/roles/r/tasks/main.yml:3", host="h2", status="ok", seconds=4.0, start=1),
+            dict(play="p", task="b", path="/c/roles/r/tasks/main.yml:9", host="h1", status="changed", seconds=2.0,
+                 start=2),
+            dict(play="p", task="c", path="/c/roles/r/tasks/main.yml:12", host="h1", status="ok", seconds=0.1, start=3),
+            # a rolling play: task d started once per batch, one host each
+            dict(play="q", task="d", path="/c/roles/s/tasks/main.yml:5", host="h1", status="ok", seconds=1.5, start=4),
+            dict(play="q", task="d", path="/c/roles/s/tasks/main.yml:5", host="h2", status="ok", seconds=1.5, start=5),
+            dict(play="q", task="d", path="/c/roles/s/tasks/main.yml:5", host="h3", status="ok", seconds=1.5, start=6)]
     path = tmp_path / "r"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert tr.slowest(str(path), 2) == ["    4.0 s  p | a (r/tasks/main.yml:3)",
+    assert tr.slowest(str(path), 3) == ["    4.5 s  q | d (s/tasks/main.yml:5) x3",
+                                        "    4.0 s  p | a (r/tasks/main.yml:3)",
                                         "    2.0 s  p | b (r/tasks/main.yml:9)"]

@@ -16,8 +16,9 @@ DOCUMENTATION = """
 name: task_results
 type: aggregate
 short_description: every task's result per host as JSON lines (tests/integration/site_twice.sh)
-description: [Writes each task's status on each host - ok, changed, skipped, failed, unreachable - and the seconds since
-  the task started to $KUBESCALE_TASK_RESULTS.]
+description: [Writes each task's status on each host - ok, changed, skipped, failed, unreachable - the seconds since
+  the task started and which start of it that was (a rolling play starts a task once per batch) to
+  $KUBESCALE_TASK_RESULTS.]
 """
 
 
@@ -31,6 +32,7 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._play = ""
         self._started = time.monotonic()
+        self._start = 0  # task starts so far: one per task per batch
         self._out = os.environ.get("KUBESCALE_TASK_RESULTS")
 
     def v2_playbook_on_play_start(self, play):
@@ -38,9 +40,10 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._started = time.monotonic()
+        self._start += 1
 
     def v2_playbook_on_handler_task_start(self, task):
-        self._started = time.monotonic()
+        self.v2_playbook_on_task_start(task, False)
 
     def _write(self, result, status):
         if not self._out:
@@ -48,7 +51,7 @@ class CallbackModule(CallbackBase):
         task = result._task
         line = {"play": self._play, "task": task.get_name(), "path": task.get_path() or "", "action": task.action,
                 "host": result._host.get_name(), "status": status,
-                "seconds": round(time.monotonic() - self._started, 2)}
+                "seconds": round(time.monotonic() - self._started, 2), "start": self._start}
         if status == "ok" and result._result.get("changed"):
             line["status"] = "changed"
         with open(self._out, "a") as f:
