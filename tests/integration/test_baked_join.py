@@ -23,12 +23,12 @@ from kube import kubectl, wait_for
 from labnode import node
 
 from lab import kubeadm
+from lab.image import PAUSE_IMAGE
 
 pytestmark = pytest.mark.usefixtures("lab")
 IMAGE = "kubescale-lab-baked:latest"
 CONTAINER = "kubescale-baked-join"
 NAME = "baked-1"
-PAUSE = "docker.io/kubescale-lab/pause:3.9"
 SSH_KEY = os.path.join(REPO, "lab", ".state", "id_ed25519")
 
 
@@ -124,8 +124,10 @@ def test_it_boots_tuned_sysctls_runtime_on_the_ssd_and_preloaded_images(joined):
         return info == "overlay2 /mnt/local-ssd/docker"
     wait_for("docker on the SSD", docker_on_ssd, timeout=120)
     assert baked("findmnt", "-n", "-o", "SOURCE", "/mnt/local-ssd").stdout.strip() == "/dev/sdb"
-    wait_for("the preloaded pause image", lambda: PAUSE in baked("docker", "image", "ls", "--format",
-                                                                 "{{.Repository}}:{{.Tag}}").stdout, timeout=120)
+    # the image the bake preloaded (scripts/bake.sh), as docker lists it: Docker Hub names without docker.io/
+    wait_for("the preloaded pause image", lambda: PAUSE_IMAGE in baked("docker", "image", "ls", "--format",
+                                                                       "{{.Repository}}:{{.Tag}}").stdout.split(),
+             timeout=120)
 
 
 def test_the_audit_finds_the_joined_node_green(joined, tmp_path):
