@@ -11,6 +11,7 @@ from then on. The binaries are links into the lab's build, so a rebuilt control 
 """
 
 import concurrent.futures
+import functools
 import ipaddress
 import json
 import os
@@ -91,8 +92,10 @@ def kwok_nodes(counts):
 
 # --------------------------------------------------------------------------- build
 
+@functools.lru_cache(maxsize=None)
 def build_binaries():
-    """The control plane's binaries from lab/k8s (cached outside the checkout); their directory."""
+    """The control plane's binaries from lab/k8s (cached outside the checkout); their directory, asked once per
+    process (a failed build is asked again)."""
     proc = subprocess.run(["bash", K8S_BUILD], stdout=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:
         raise LabError("building the lab's Kubernetes control plane failed (lab/k8s/build.sh said why above); "

@@ -27,8 +27,23 @@ k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.
 key="$(find cmd -name '*.go' -print0 | sort -z | xargs -0 cat go.mod go.sum build.sh | sha256sum | cut -c1-16)"
 cache="${KUBESCALE_K8S_CACHE:-/var/cache/kubescale/k8s}/$k8s_version-$key"
 bins=(kubeadm etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kubelet-config-check slowdisk)
-# `current` names the newest build (relative, so it resolves where the nodes mount the cache, lab/nodes.py)
-link_current() { ln -sfn "$(basename "$cache")" "$(dirname "$cache")/current.tmp" && mv -T "$(dirname "$cache")/current.tmp" "$(dirname "$cache")/current"; }
+root="$(dirname "$cache")"
+mkdir -p "$root"
+# `current` names the newest build (relative, so it resolves where the nodes mount the cache, lab/nodes.py). Callers
+# run this script side by side (the test streams, a benchmark's threads): each links under a name of its own, and
+# only when `current` names another build.
+link_current() {
+  [ "$(readlink "$root/current" 2>/dev/null)" = "$(basename "$cache")" ] && return 0
+  ln -sfn "$(basename "$cache")" "$root/current.tmp.$$" && mv -T "$root/current.tmp.$$" "$root/current"
+}
+if [ -f "$cache/.complete" ]; then
+  link_current
+  echo "$cache"
+  exit 0
+fi
+# One build at a time; whoever waited finds it done.
+exec 9>"$root/.build.lock"
+flock 9
 if [ -f "$cache/.complete" ]; then
   link_current
   echo "$cache"
@@ -68,7 +83,7 @@ rm -rf "$cache"
 mv "$cache.tmp" "$cache"
 link_current
 # Older builds (another go.sum or script): ~450 MB each, not kept.
-for old in "$(dirname "$cache")"/*; do
-  [ "$old" = "$cache" ] || [ "$old" = "$(dirname "$cache")/current" ] || rm -rf "$old"
+for old in "$root"/v*; do
+  [ "$old" = "$cache" ] || rm -rf "$old"
 done
 echo "$cache"
