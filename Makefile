@@ -134,7 +134,7 @@ bench: deps
 	$(PYTHON) -m bench.fleet --classes kube_control_plane --sizes 1,2,3 --first-sizes '' --baseline $(BASELINE) --out bench/fleet_control_plane_ha
 	$(PYTHON) -m bench.dns_spread_nodes --nodes 50,500,2500 --rounds 3 --baseline $(BASELINE)
 	$(PYTHON) -m bench.etcd_disk
-	$(PYTHON) -m bench.binpack --nodes 1000 --rounds 2
+	$(PYTHON) -m bench.binpack --nodes 1000 --rounds 1
 	$(PYTHON) -m bench.agent_polling --agents 200 --pods 1000
 	$(PYTHON) -m bench.ansible_cfg --class kube_node_cpu --nodes 20 --rounds 2
 	$(PYTHON) -m bench.check_tasks --rounds 5 --baseline $(BASELINE)

@@ -319,6 +319,22 @@ def summarize(results, fills):
     return summary
 
 
+def left_summary(by_size):
+    """size_of's counts in a table cell: GPU pods by GPUs, CPU pods as one count with their CPU range."""
+    gpu, cpus, n_cpu = {}, [], 0
+    for size, n in by_size.items():
+        amount, unit = size.split()[:2]
+        if unit == "GPU":
+            gpu[int(amount)] = gpu.get(int(amount), 0) + n
+        else:
+            cpus.append(float(amount))
+            n_cpu += n
+    parts = ["%d x %d-GPU" % (n, g) for g, n in sorted(gpu.items(), reverse=True)]
+    if n_cpu:
+        parts.append("%d CPU pods of %g-%g CPU" % (n_cpu, min(cpus), max(cpus)))
+    return ", ".join(parts)
+
+
 def table(summary, bounds, fills, nodes, large_wait):
     def wait(v):
         return "not placed in %d s" % large_wait if v is None else "%d s" % v
@@ -330,7 +346,7 @@ def table(summary, bounds, fills, nodes, large_wait):
             fill * 100, b["cpu"], b["gpu"], nodes - b["cpu"] - b["gpu"], nodes))
         for profile in PROFILES:
             s = summary["%s@%g" % (profile, fill)]
-            sizes = ", ".join("%d x %s" % (n, size) for size, n in list(s["unschedulable_by_size"].items())[:3])
+            sizes = left_summary(s["unschedulable_by_size"])
             lines.append("| %.0f %% | %s | %d (%.2fx) | %d (%.2fx) | %d | %d%s | %s / %s |" % (
                 fill * 100, profile, s["used"]["cpu"], s["ratio"]["cpu"], s["used"]["gpu"], s["ratio"]["gpu"],
                 s["empty"], s["unschedulable"], " (%s)" % sizes if sizes else "",
