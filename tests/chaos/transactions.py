@@ -181,7 +181,8 @@ def events_rejoin(member=None):
         redeploy(member)
     return Transaction(
         name="events_rejoin", host=member, stream="lab", argv=["playbooks/etcd_events.yml", "-l", member],
-        steps=["Clear what the member wrote on the wiped SSD", "Re-add the member through a healthy peer",
+        steps=["Stop the member to clear what it wrote on the wiped SSD",
+               "Remove the member directory it wrote on the wiped SSD", "Re-add the member through a healthy peer",
                "Admit the member without data", "Apply systemd changes before starting",
                "Enable and start etcd-events.service", "Wait until every member answers healthy over TLS"],
         prepare=prepare, verify=verify_events(), window=2)

@@ -1,0 +1,89 @@
+"""The chaos harness arms its kill on a task's banner (`TASK [<name>]`): every step of every transaction must name a task
+its playbook prints a banner for. A block's name prints none, nor does an import; a step naming one never starts, and
+the round that draws it fails whatever the collection does."""
+
+import glob
+import os
+
+import pytest
+import yaml
+
+from tests.chaos import chaos, transactions
+
+ROLES = os.path.join(chaos.REPO, "roles")
+GROUPS = ["etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu"]
+
+
+def _role_files(name):
+    """A role's task files; every role's when the name is templated (the node's runtime role, chosen at run time)."""
+    role = name.rsplit(".", 1)[-1]
+    pattern = "*" if "{{" in role else role
+    return sorted(glob.glob(os.path.join(ROLES, pattern, "tasks", "*.yml")))
+
+
+def _banners(items, here, out):
+    """The names of the tasks in `items` (a task list read from a file in `here`) and in what they import."""
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        if "block" in item:
+            for part in ("block", "rescue", "always"):
+                _banners(item.get(part), here, out)
+            continue
+        role = item.get("ansible.builtin.import_role") or item.get("ansible.builtin.include_role")
+        if role:
+            for path in _role_files(role["name"]):
+                _banners(_load(path), os.path.dirname(path), out)
+            if "ansible.builtin.include_role" in item:
+                out.append(item.get("name", ""))
+            continue
+        imported = item.get("ansible.builtin.import_tasks")
+        if imported:
+            path = os.path.join(here, imported)
+            _banners(_load(path), os.path.dirname(path), out)
+            continue
+        if "name" in item:
+            out.append(item["name"])
+    return out
+
+
+def _load(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def banners(playbook):
+    path = os.path.join(chaos.REPO, playbook)
+    out = []
+    for play in _load(path):
+        for part in ("pre_tasks", "tasks", "post_tasks"):
+            _banners(play.get(part), os.path.dirname(path), out)
+    return out
+
+
+@pytest.fixture
+def lab_groups(monkeypatch):
+    """Three hosts in each of the lab's groups, without a lab."""
+    fake = {g: {"hosts": {"%s-%d" % (g, i): {"lab_ip": "10.0.0.%d" % i} for i in (1, 2, 3)}} for g in GROUPS}
+    monkeypatch.setattr(transactions, "inventory", lambda: fake)
+
+
+@pytest.mark.parametrize("name", sorted(transactions.ALL))
+def test_every_step_names_a_task_its_playbook_prints_a_banner_for(name, lab_groups):
+    tx = transactions.ALL[name]()
+    names = banners(tx.argv[0])
+    assert names, "%s: %s has no task" % (name, tx.argv[0])
+    for step in tx.steps:
+        prefix, _sep, nth = step.partition("#")
+        found = [n for n in names if n.startswith(prefix)]
+        assert len(found) >= int(nth or 1), "%s: step %r names no task of %s (a block's or an import's name prints " \
+                                            "no banner)" % (name, step, tx.argv[0])
+
+
+def test_a_block_s_name_is_not_a_banner(tmp_path):
+    """The walk itself: the round that failed drew a block's name."""
+    book = tmp_path / "p.yml"
+    book.write_text(yaml.safe_dump([{"hosts": "all", "tasks": [
+        {"name": "Clear it", "when": False, "block": [{"name": "Stop it", "ansible.builtin.debug": {}}]},
+        {"name": "Then", "ansible.builtin.debug": {}}]}]))
+    assert banners(str(book)) == ["Stop it", "Then"]
