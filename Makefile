@@ -65,8 +65,10 @@ bake: image
 ee: deps
 	bash scripts/ee.sh --lab kubescale-tuning-ee:lab
 
+EE_TEST = KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q -rs --durations=3 tests/integration/test_ee.py
+
 ee-test: lab ee
-	KUBESCALE_EE_IMAGE=kubescale-tuning-ee:lab pytest -q -rs --durations=3 tests/integration/test_ee.py
+	$(EE_TEST)
 
 unit: deps
 	pytest -q -rs tests/unit
@@ -98,21 +100,22 @@ lab-test: lab
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py" \
 	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
-	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_nodes.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_slices.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
+	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_slices.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
-# Two streams side by side: the checks that need no lab (one core each, mostly), then molecule; the lab made anew,
-# then its tests. The base image and the Kubernetes build both use are made first, once.
+# Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
+# environment's image (it needs no lab; its test does); the lab made anew, then its tests. The base image and the
+# Kubernetes build both use are made first, once. Then the bake and the image's test, on the lab.
 test: deps image
 	bash lab/k8s/build.sh >/dev/null
-	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule; beside them the lab made anew and its tests"
+	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule, the EE image; beside them the lab made anew and its tests"
 	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh \
-	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule" \
+	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
 	  "lab-test=$(MAKE) lab-down lab-test"
 	@echo "make test: $$(date +%T) bake"
 	$(MAKE) bake
 	pytest -q -rs --durations=3 tests/integration/test_baked_join.py
 	@echo "make test: $$(date +%T) the execution environment"
-	$(MAKE) ee-test
+	$(EE_TEST)
 	@echo "make test: $$(date +%T) all checks passed"
 
 # make bench BASELINE=<git revision>: the benchmarks that compare two trees (before / after columns) measure this
