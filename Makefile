@@ -87,20 +87,20 @@ molecule: image
 # own, then a plain re-run that must converge; CHAOS_ROUNDS (1 here, 5 in make bench) rounds each, seeds printed.
 # The cluster's own lifecycle (the real kubeadm upgrades every node; every tuning still in force), then bad input for
 # every variable (each class playbook refuses it all before any change), the whole-lab audit (all green, kubeadm's
-# record included; nothing changed; the report in a browser), the workers' converged state (testinfra) and the three
-# controllers' slices (each touches every node of the lab) run while nothing else does.
+# record included; nothing changed; the report in a browser), the workers' converged state (testinfra), the three
+# controllers' slices and the site's tags (each runs on every node of the lab) run while nothing else does.
 lab-test: lab
 	@echo "lab-test: $$(date +%T) site, twice"
 	bash tests/integration/site_twice.sh
 	@echo "lab-test: $$(date +%T) kubeadm upgrade"
 	pytest -q -rs --durations=3 tests/integration/test_kubeadm_lifecycle.py
-	@echo "lab-test: $$(date +%T) bad input, the fleet audit, the workers' state, the slices"
-	pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py tests/integration/test_slices.py
+	@echo "lab-test: $$(date +%T) bad input, the fleet audit, the workers' state, the slices, the tags"
+	pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py tests/integration/test_slices.py tests/integration/test_tags.py
 	@echo "lab-test: $$(date +%T) three streams"
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py" \
 	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
-	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_slices.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
+	  "lab=pytest -q -rs --durations=5 tests/integration tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py --ignore=tests/integration/test_etcd.py --ignore=tests/integration/test_etcd_static_pod.py --ignore=tests/integration/test_control_plane.py --ignore=tests/integration/test_scheduler_binpack.py --ignore=tests/integration/test_dns_spread.py --ignore=tests/integration/test_apiserver_load.py --ignore=tests/integration/test_audit_fleet.py --ignore=tests/integration/test_bad_input.py --ignore=tests/integration/test_audit_etcd.py --ignore=tests/integration/test_worker_state.py --ignore=tests/integration/test_slices.py --ignore=tests/integration/test_tags.py --ignore=tests/integration/test_ee.py --ignore=tests/integration/test_kubeadm_lifecycle.py --ignore=tests/integration/test_baked_join.py"
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
 # environment's image (it needs no lab; its test does); the lab made anew, then its tests. The base image and the
