@@ -122,12 +122,17 @@ def _kill_node_ansible(host):
     node(host, "pkill", "-KILL", "-f", "AnsiballZ|ansible_module|/\\.ansible/tmp", check=False)
 
 
+def step_target(step):
+    """A step's task-name prefix, and which task starting with it the kill waits for ("<prefix>#2": the 2nd)."""
+    prefix, _sep, nth = step.partition("#")
+    return prefix, int(nth or 1)
+
+
 def kill_round(tx: Transaction, seed: int, out=sys.stdout) -> Outcome:
     """One round of `tx` from `seed`; raises RoundFailed (with the replay command) when it does not converge."""
     rng = random.Random(seed)
     step = tx.steps[rng.randrange(len(tx.steps))]
-    prefix, _sep, nth = step.partition("#")
-    nth = int(nth or 1)
+    prefix, nth = step_target(step)
     delay = round(rng.uniform(0, tx.window), 2)
     node_killed = rng.random() < 0.5
     outcome = Outcome(tx.name, seed, step, delay, node_killed)

@@ -74,10 +74,10 @@ def test_every_step_names_a_task_its_playbook_prints_a_banner_for(name, lab_grou
     names = banners(tx.argv[0])
     assert names, "%s: %s has no task" % (name, tx.argv[0])
     for step in tx.steps:
-        prefix, _sep, nth = step.partition("#")
+        prefix, nth = chaos.step_target(step)
         found = [n for n in names if n.startswith(prefix)]
-        assert len(found) >= int(nth or 1), "%s: step %r names no task of %s (a block's or an import's name prints " \
-                                            "no banner)" % (name, step, tx.argv[0])
+        assert len(found) >= nth, "%s: step %r names no task of %s (a block's or an import's name prints no " \
+                                  "banner)" % (name, step, tx.argv[0])
 
 
 def test_a_block_s_name_is_not_a_banner(tmp_path):
