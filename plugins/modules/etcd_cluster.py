@@ -25,6 +25,8 @@ description:
     entry and adds it again with O(peer_urls) through a healthy peer, and returns the C(ETCD_INITIAL_CLUSTER)
     it must start with (C(initial-cluster-state=existing)). Nothing is done when the member answers healthy.
     Refused, before any change, when the other members' healthy votes are fewer than the quorum.
+    A step an earlier, killed run already took counts as done - the stale entry already removed, or the member
+    already listed, unstarted, at O(peer_urls).
   - O(state=nospace_cleared) disarms a C(NOSPACE) alarm once the largest member database leaves 5% of
     O(quota_backend_bytes) free, and at least 8 MiB (a few of the largest writes etcd takes; the quota was raised,
     or the database compacted and defragmented), so writes go on.

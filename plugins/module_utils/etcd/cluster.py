@@ -333,16 +333,34 @@ def plan_rejoin(info: dict, name: str, peer_urls: List[str]) -> RejoinPlan:
     return RejoinPlan("add", None, through, "member %s added again" % name)
 
 
+# etcd's answers when a run killed part way (its etcdctl lives on after the module) already did a step: the stale
+# entry is gone, or the member is listed again under its peer URLs.
+MEMBER_NOT_FOUND = "etcdserver: member not found"
+PEER_URLS_EXIST = "etcdserver: Peer URLs already exists"
+
+
 def rejoin(ctl: "Etcdctl", plan: RejoinPlan, name: str, peer_urls: List[str]) -> List[dict]:
-    """Carry out a RejoinPlan of action add, replace or added_before; the member list after it. Raises RejoinError
-    naming the member."""
+    """Carry out a RejoinPlan of action add, replace or added_before; the member list after it. A step a run killed
+    part way already took counts as done: the stale entry not found, or the member already listed (unstarted) at
+    `peer_urls`. Raises RejoinError naming the member."""
     removed = None
     try:
         if plan.action == "replace":
-            ctl.member_remove(plan.remove_id, plan.through)
+            try:
+                ctl.member_remove(plan.remove_id, plan.through)
+            except EtcdError as exc:
+                if MEMBER_NOT_FOUND not in str(exc):
+                    raise
             removed = plan.remove_id
         if plan.action in ("replace", "add"):
-            ctl.member_add(name, peer_urls, plan.through)
+            try:
+                ctl.member_add(name, peer_urls, plan.through)
+            except EtcdError as exc:
+                if PEER_URLS_EXIST not in str(exc):
+                    raise
+                listed = [m for m in ctl.member_list(plan.through) if is_member(m, "", peer_urls)]
+                if not listed or any(m["name"] for m in listed):
+                    raise
         return ctl.member_list(plan.through)
     except EtcdError as exc:
         raise RejoinError("member %s: %s" % (name, exc), removed) from None

@@ -242,6 +242,42 @@ def test_rejoin_carries_out_the_plan_and_names_what_it_removed_when_the_add_fail
     assert ctl.calls == []
 
 
+class _Raced(_Ctl):
+    """etcd as a run killed inside its rejoin left it: that run's etcdctl removed the stale entry and added the member
+    (unstarted, nameless) after this run's survey read the member list."""
+
+    def __init__(self, listed_name=""):
+        super().__init__()
+        self.listed_name = listed_name
+
+    def member_remove(self, member, eps):
+        self.calls.append(("remove", member, tuple(eps)))
+        raise e.EtcdError("etcdctl member remove %s failed: Error: %s" % (member, e.MEMBER_NOT_FOUND))
+
+    def member_add(self, name, peers, eps):
+        self.calls.append(("add", name, tuple(peers)))
+        raise e.EtcdError("etcdctl member add %s failed: Error: %s" % (name, e.PEER_URLS_EXIST))
+
+    def member_list(self, eps):
+        return [dict(id="a1", name=self.listed_name, peer_urls=["http://172.30.213.11:2380"], client_urls=[],
+                     learner=False),
+                dict(id="b2", name="etcd-1", peer_urls=["http://172.30.213.10:2380"],
+                     client_urls=["http://172.30.213.10:2379"], learner=False)]
+
+
+def test_rejoin_counts_a_remove_and_an_add_a_killed_run_already_made_as_done():
+    plan = e.plan_rejoin(_survey(), "etcd-2", ["http://172.30.213.11:2380"])
+    ctl = _Raced()
+    members = e.rejoin(ctl, plan, "etcd-2", ["http://172.30.213.11:2380"])
+    assert [c[0] for c in ctl.calls] == ["remove", "add"]
+    assert [m["id"] for m in members] == ["a1", "b2"]
+    # the peer URLs taken by a started member (not the one this run adds): the add's error, naming the member
+    with pytest.raises(e.RejoinError) as err:
+        e.rejoin(_Raced(listed_name="etcd-9"), plan, "etcd-2", ["http://172.30.213.11:2380"])
+    assert err.value.removed == plan.remove_id and e.PEER_URLS_EXIST in str(err.value)
+    assert str(err.value).startswith("member etcd-2: etcdctl member add etcd-2 failed")
+
+
 def test_the_catch_up_wait_retries_failed_surveys_until_the_member_reaches_the_leader_revision():
     behind = _survey(name="etcd-3")
     behind["member"] = dict(behind["member"], revision=290)
