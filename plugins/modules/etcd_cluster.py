@@ -25,8 +25,9 @@ description:
     entry and adds it again with O(peer_urls) through a healthy peer, and returns the C(ETCD_INITIAL_CLUSTER)
     it must start with (C(initial-cluster-state=existing)). Nothing is done when the member answers healthy.
     Refused, before any change, when the other members' healthy votes are fewer than the quorum.
-    A step an earlier, killed run already took counts as done - the stale entry already removed, or the member
-    already listed, unstarted, at O(peer_urls).
+    One rejoin at a time per member on the node - it waits up to O(timeout) seconds for a module of an earlier run
+    (its controller gone) still re-adding the member, then surveys. A step such a run already took counts as done -
+    the stale entry already removed, or the member already listed, unstarted, at O(peer_urls).
   - O(state=nospace_cleared) disarms a C(NOSPACE) alarm once the largest member database leaves 5% of
     O(quota_backend_bytes) free, and at least 8 MiB (a few of the largest writes etcd takes; the quota was raised,
     or the database compacted and defragmented), so writes go on.
@@ -69,7 +70,8 @@ options:
     type: int
     default: 0
   timeout:
-    description: Seconds O(state=caught_up) waits.
+    description:
+      - Seconds O(state=caught_up) waits, and O(state=rejoined) waits for an earlier run's rejoin of the member.
     type: int
     default: 120
   etcdctl:
@@ -210,6 +212,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.etcd.cluster impo
     survey,
     wait_caught_up,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.txlock import LockTimeout, hold, lock_path
 
 
 def main():
@@ -259,6 +262,14 @@ def main():
         info["quota_bytes"] = quota
         info["db_quota_ratio"] = round(float(info["db_size"]) / quota, 4)
         return info
+
+    held = []  # the rejoin's lock, held until the module exits
+    if p["state"] == "rejoined" and not module.check_mode:
+        # A run whose controller died may still be re-adding this member on the node: wait for it, then survey.
+        try:
+            held.append(hold(lock_path("etcd-rejoin", p["name"]), p["timeout"]))
+        except LockTimeout as exc:
+            module.fail_json(msg="name: %s; nothing was changed" % exc)
 
     try:
         info = look()

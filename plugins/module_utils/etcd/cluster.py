@@ -337,6 +337,8 @@ def plan_rejoin(info: dict, name: str, peer_urls: List[str]) -> RejoinPlan:
 # entry is gone, or the member is listed again under its peer URLs.
 MEMBER_NOT_FOUND = "etcdserver: member not found"
 PEER_URLS_EXIST = "etcdserver: Peer URLs already exists"
+# ... or, the member listed unstarted beside the others, the add of one more voting member refused first:
+NOT_ENOUGH_STARTED = "etcdserver: re-configuration failed due to not enough started members"
 
 
 def rejoin(ctl: "Etcdctl", plan: RejoinPlan, name: str, peer_urls: List[str]) -> List[dict]:
@@ -356,7 +358,7 @@ def rejoin(ctl: "Etcdctl", plan: RejoinPlan, name: str, peer_urls: List[str]) ->
             try:
                 ctl.member_add(name, peer_urls, plan.through)
             except EtcdError as exc:
-                if PEER_URLS_EXIST not in str(exc):
+                if PEER_URLS_EXIST not in str(exc) and NOT_ENOUGH_STARTED not in str(exc):
                     raise
                 listed = [m for m in ctl.member_list(plan.through) if is_member(m, "", peer_urls)]
                 if not listed or any(m["name"] for m in listed):
