@@ -333,8 +333,8 @@ def plan_rejoin(info: dict, name: str, peer_urls: List[str]) -> RejoinPlan:
     return RejoinPlan("add", None, through, "member %s added again" % name)
 
 
-# etcd's answers when a run killed part way (its etcdctl lives on after the module) already did a step: the stale
-# entry is gone, or the member is listed again under its peer URLs.
+# etcd's answers when another run already did a step (its controller died, but its module - or that module's
+# etcdctl - went on on the node): the stale entry is gone, or the member is listed again under its peer URLs.
 MEMBER_NOT_FOUND = "etcdserver: member not found"
 PEER_URLS_EXIST = "etcdserver: Peer URLs already exists"
 # ... or, the member listed unstarted beside the others, the add of one more voting member refused first:
@@ -342,9 +342,9 @@ NOT_ENOUGH_STARTED = "etcdserver: re-configuration failed due to not enough star
 
 
 def rejoin(ctl: "Etcdctl", plan: RejoinPlan, name: str, peer_urls: List[str]) -> List[dict]:
-    """Carry out a RejoinPlan of action add, replace or added_before; the member list after it. A step a run killed
-    part way already took counts as done: the stale entry not found, or the member already listed (unstarted) at
-    `peer_urls`. Raises RejoinError naming the member."""
+    """Carry out a RejoinPlan of action add, replace or added_before; the member list after it. A step another run
+    already took (its controller gone, its module or etcdctl not) counts as done: the stale entry not found, or the
+    member already listed (unstarted) at `peer_urls`. Raises RejoinError naming the member."""
     removed = None
     try:
         if plan.action == "replace":
