@@ -32,7 +32,8 @@ description:
   - A move that died before its end (its controller killed with the node's processes, the node restarted) left that
     copy behind and the units it stopped stopped (it notes them in C(<config_path>.kubescale-move-stopped) before it
     stops them). The next call that finds the configuration and the runtime agreeing (nothing to move) starts those
-    units again, each one's start limit reset first, and removes both notes.
+    units again, each one's start limit reset first, and removes both notes. A next call that moves the store (the
+    move died before its switch) starts them after its own move, with the units it stops itself.
   - V(fail) refuses such a change; V(empty) writes the configuration and lets the runtime start on an empty store
     (the old one is kept). A storage driver change cannot be copied (images on disk are per driver) and is refused
     with V(copy).

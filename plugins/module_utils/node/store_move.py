@@ -176,8 +176,11 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     """The transaction. Returns the images carried over; raises MoveError saying where the runtime runs now."""
     name = rt.rt["name"]
     backup = config_path + BACKUP_SUFFIX
-    stopped = [u for u in list(stop_units) + [c for c in rt.rt.get("clients", []) if c not in stop_units]
-               if rt.active(u)]
+    # what a move that died before this one had stopped (its note) is started after this one too: stopped already,
+    # it is not active now, and this move's own note would otherwise replace that one
+    noted = read_stopped(config_path)
+    candidates = list(stop_units) + [c for c in rt.rt.get("clients", []) if c not in stop_units]
+    stopped = [u for u in candidates if u in noted or rt.active(u)] + [u for u in noted if u not in candidates]
     images = rt.images() if was_active else None
     if p["before_text"] is not None:
         atomic_write(backup, p["before_text"], mode)
@@ -255,6 +258,17 @@ def move(rt, p, config_path, root, stop_units, was_active, driver, timeout, root
     return images
 
 
+def read_stopped(config_path):
+    """The units a move noted it stopped (STOPPED_SUFFIX, beside the configuration), in its order; none when there is
+    no note (no move died, or it died before it stopped anything) or the note is not a list of names."""
+    try:
+        with open(config_path + STOPPED_SUFFIX) as f:
+            noted = json.load(f)
+    except (IOError, OSError, ValueError):
+        return []
+    return [u for u in noted if isinstance(u, str)] if isinstance(noted, list) else []
+
+
 def recover(rt, config_path):
     """What a move that died (its controller gone with its node's processes, a node restarted mid-move) left behind,
     finished: the units it had stopped for the move (STOPPED_SUFFIX, beside the configuration) started again, each
@@ -262,13 +276,8 @@ def recover(rt, config_path):
     once the configuration and the runtime agree (no move to do, the runtime started). Returns the units started;
     raises MoveError naming those that do not start (the notes are kept)."""
     note, backup = config_path + STOPPED_SUFFIX, config_path + BACKUP_SUFFIX
-    try:
-        with open(note) as f:
-            stopped = json.load(f)
-    except (IOError, OSError, ValueError):
-        stopped = []  # no note (the move died before it stopped anything), or a half-written one
     started, failed = [], []
-    for unit in stopped if isinstance(stopped, list) else []:
+    for unit in read_stopped(config_path):
         if rt.active(unit):
             continue
         rt.systemctl("reset-failed", unit)

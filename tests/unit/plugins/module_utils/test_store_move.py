@@ -286,6 +286,37 @@ def test_a_client_that_does_not_start_again_is_named(tmp_path, monkeypatch, full
         assert node.root == new
 
 
+@pytest.mark.skipif(RSYNC is None, reason="needs rsync")
+@pytest.mark.parametrize("kind", ["docker", "containerd"])
+def test_a_move_after_one_that_died_mid_copy_starts_what_that_one_stopped(tmp_path, kind):
+    """Killed mid-copy (the node's session torn down): the kubelet and the runtime stopped, the configuration not yet
+    switched, its note left. The next call moves again; the kubelet is not running when it starts, yet it is what the
+    dead move stopped, so it is started after this move too, and the notes go."""
+    node, config, _old, new, settings = setup(tmp_path, kind)
+    with open(config + sm.STOPPED_SUFFIX, "w") as f:
+        f.write(json.dumps(["kubelet.service", "cri-dockerd.service"]))
+    node.active.discard("kubelet.service")
+    node.active.discard("cri-dockerd.service")
+    node.active.discard(sm.RUNTIMES[kind]["service"])
+    p = planned(kind, config, settings, new)
+    sm.move(runtime(node, kind), p, config, new, ["kubelet.service"], False,
+            "overlay2" if kind == "docker" else None, 10, "r", "pol", rsync=RSYNC)
+    assert node.root == new
+    assert {"kubelet.service", "cri-dockerd.service", sm.RUNTIMES[kind]["service"]} <= node.active
+    assert not os.path.exists(config + sm.STOPPED_SUFFIX) and not os.path.exists(config + sm.BACKUP_SUFFIX)
+    starts = [c[-1] for c in node.calls if c[:2] == ["systemctl", "start"]]
+    assert starts[-2:] == ["kubelet.service", "cri-dockerd.service"]  # after the runtime, in the dead move's order
+
+
+def test_a_note_that_is_not_a_list_of_units_is_no_note(tmp_path):
+    config = str(tmp_path / "daemon.json")
+    assert sm.read_stopped(config) == []
+    for text, units in (("[\"kubelet.service\", 3]", ["kubelet.service"]), ("{}", []), ("[\"kubel", [])):
+        with open(config + sm.STOPPED_SUFFIX, "w") as f:
+            f.write(text)
+        assert sm.read_stopped(config) == units
+
+
 @pytest.mark.parametrize("kind", ["docker", "containerd"])
 def test_what_a_move_that_died_left_is_finished_by_the_next_call(tmp_path, kind):
     """Killed after its switch: the configuration names the new root, the runtime runs there (node_state started it),
