@@ -9,9 +9,10 @@ A round, from its seed:
   2. start the run (its own ssh ControlPath directory, in a session of its own);
   3. when the default callback prints the banner of the step the seed picked (`TASK [<step>`), wait the seed's delay
      (0 to `window` seconds), then SIGKILL ansible-playbook, its forks and its ssh connections (their control masters
-     included, found by the round's ControlPath directory) - the controller gone. With the seed's other choice the
-     node's own ansible processes are killed as well, as when the node's session is torn down with the connection
-     (systemd-logind's KillUserProcesses, a pty): the step stops wherever it was on the node too;
+     included, found by the round's ControlPath directory) - the controller gone. The module it started on the node
+     runs on to its end (pipelining, no tty). With the seed's other choice every process sshd started for a command on
+     the node is killed as well (found by sshd's unit), as when the node tears the session down with the connection
+     (systemd-logind's KillUserProcesses): the module and its children stop wherever they were on the node too;
   4. the same run again, unchanged: it must succeed;
   5. verify: every etcd key on every member, every image present, no runtime store half-moved, the API server
      answering - whatever the transaction protects;
@@ -71,6 +72,7 @@ class Outcome:
     node_killed: bool
     killed_in: str = ""  # the last banner printed before the kill
     killed: bool = False  # False: the run ended before the kill was due
+    node_processes: int = 0  # how many processes of the node's ssh sessions (a module still running) it killed
     rerun_s: float = 0.0
     log: List[str] = field(default_factory=list)
 
@@ -83,7 +85,8 @@ class Outcome:
                 self.transaction, self.seed, self.step, self.delay)
         return "%s seed %d: killed %.1fs into TASK [%s]%s; the re-run converged in %.0fs" % (
             self.transaction, self.seed, self.delay, self.killed_in,
-            " with the node's ansible processes" if self.node_killed else "", self.rerun_s)
+            " with the node's ssh sessions (%d processes)" % self.node_processes if self.node_killed else "",
+            self.rerun_s)
 
 
 def playbook(*argv, check=True):
@@ -117,9 +120,37 @@ def _kill_controller(proc, control_dir):
             pass
 
 
-def _kill_node_ansible(host):
-    """The node's side of the connection gone too: every ansible module process on it."""
-    node(host, "pkill", "-KILL", "-f", "AnsiballZ|ansible_module|/\\.ansible/tmp", check=False)
+# The unit sshd runs under on the lab's nodes: without a logind session, what sshd forks for a command stays in it.
+SSH_UNIT = "ssh.service"
+# sshd itself: its listener and its per-connection processes ("sshd: root@notty").
+SSHD = re.compile(r"^(sshd: |/usr/sbin/sshd\b)")
+
+
+def ssh_command_pids(ps_lines):
+    """The processes of the commands sshd runs (ansible's modules and their children: etcdctl, rsync, ...), read from
+    `ps -eo pid=,unit=,args=`: every process of sshd's unit that is not sshd itself (its listener, and the
+    per-connection processes other controllers' connections still hold). Once the controller's connection is gone
+    sshd's per-connection process exits and the module's shell is reparented to init, so neither the parent nor the
+    command line finds it (with pipelining the module is a bare `/usr/bin/python3`); its unit does."""
+    found = []
+    for line in ps_lines:
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].isdigit() and parts[1] == SSH_UNIT and not SSHD.match(parts[2]):
+            found.append(int(parts[0]))
+    return sorted(found)
+
+
+def _kill_node_sessions(host):
+    """The node's side of the connection torn down too (systemd-logind's KillUserProcesses): every process sshd
+    started for a command - the module wherever it was, and its children - SIGKILLed. Returns how many it found."""
+    found = set()
+    for _attempt in range(3):  # a process forked while kill runs is caught by the next pass
+        pids = ssh_command_pids(node(host, "ps", "-eo", "pid=,unit=,args=").stdout.splitlines())
+        if not pids:
+            break
+        found.update(pids)
+        node(host, "kill", "-KILL", *[str(pid) for pid in pids], check=False)
+    return len(found)
 
 
 def step_target(step):
@@ -150,7 +181,7 @@ def kill_round(tx: Transaction, seed: int, out=sys.stdout) -> Outcome:
                 outcome.killed_in, outcome.killed = last[0], True
                 _kill_controller(proc, control_dir)
                 if node_killed:
-                    _kill_node_ansible(tx.host)
+                    outcome.node_processes = _kill_node_sessions(tx.host)
 
         timer, seen = None, 0
         for line in proc.stdout:
