@@ -159,7 +159,7 @@ def step_target(step):
     return prefix, int(nth or 1)
 
 
-def kill_round(tx: Transaction, seed: int, out=sys.stdout) -> Outcome:
+def kill_round(tx: Transaction, seed: int, out=None) -> Outcome:
     """One round of `tx` from `seed`; raises RoundFailed (with the replay command) when it does not converge."""
     rng = random.Random(seed)
     step = tx.steps[rng.randrange(len(tx.steps))]
@@ -217,7 +217,9 @@ def kill_round(tx: Transaction, seed: int, out=sys.stdout) -> Outcome:
     except (AssertionError, subprocess.SubprocessError, OSError) as exc:
         raise RoundFailed("%s\nchaos round failed: %s\nreplay it with: %s"
                           % (exc, outcome.line(), outcome.replay())) from exc
-    print("chaos: " + outcome.line(), file=out, flush=True)
+    # sys.stdout as it is now: under pytest's capsys.disabled() the terminal, where an import-time default would be
+    # pytest's capture and the line would be lost
+    print("chaos: " + outcome.line(), file=out or sys.stdout, flush=True)
     return outcome
 
 
