@@ -25,6 +25,6 @@ def test_a_second_holder_waits_for_the_first_and_gives_up_after_its_timeout(tmp_
     assert "held by another run's module for more than 3s" in str(err.value) and sum(slept) == 3
     first.close()  # the first run's module exits: the kernel drops its lock
     second = txlock.hold(path, 3, sleep=sleep, clock=lambda: now[0])
-    with pytest.raises(OSError):
-        fcntl.flock(open(path), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(path) as other, pytest.raises(OSError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     second.close()
