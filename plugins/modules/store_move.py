@@ -34,6 +34,10 @@ description:
     stops them). The next call that finds the configuration and the runtime agreeing (nothing to move) starts those
     units again, each one's start limit reset first, and removes both notes. A next call that moves the store (the
     move died before its switch) starts them after its own move, with the units it stops itself.
+  - A move's module goes on to its end when only its controller dies. So that a next call never plans or moves while
+    such a module is still copying or switching, each call (not in check mode, with O(service)) holds a lock on the
+    node for O(config_path) from before it reads the configuration to its exit, waiting up to O(lock_timeout) seconds
+    for a holder; one that waits longer fails, having changed nothing.
   - V(fail) refuses such a change; V(empty) writes the configuration and lets the runtime start on an empty store
     (the old one is kept). A storage driver change cannot be copied (images on disk are per driver) and is refused
     with V(copy).
@@ -89,6 +93,12 @@ options:
     description: Seconds to wait for the runtime to answer from its store after a start.
     type: int
     default: 60
+  lock_timeout:
+    description:
+      - Seconds to wait for another call's module still inside a move of this store (its controller died) before
+        failing with nothing changed. A copy of a large store takes minutes.
+    type: int
+    default: 1800
   root_variable:
     description: The name failures give for the root (the role variable a user sets).
     type: str
@@ -254,6 +264,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.node.store_move i
     plan,
     recover,
 )
+from ansible_collections.kubescale.tuning.plugins.module_utils.node.txlock import LockTimeout, hold, lock_path
 
 
 def main():
@@ -269,6 +280,7 @@ def main():
             service=dict(type="bool", default=True),
             namespace=dict(type="str", default="k8s.io"),
             timeout=dict(type="int", default=60),
+            lock_timeout=dict(type="int", default=1800),
             root_variable=dict(type="str", default="root"),
             policy_variable=dict(type="str", default="policy"),
             node_state=NODE_STATE_ARGUMENT_SPEC,
@@ -285,11 +297,19 @@ def main():
     named = p["settings"].get(kind["root_key"])
     if named != root:
         module.fail_json(msg="settings: %s must be root (%s), got %r" % (kind["root_key"], root, named))
-    if p["timeout"] < 1:
-        module.fail_json(msg="timeout: must be 1 second or more, got %d" % p["timeout"])
+    for name in ("timeout", "lock_timeout"):
+        if p[name] < 1:
+            module.fail_json(msg="%s: must be 1 second or more, got %d" % (name, p[name]))
     if os.path.isdir(path):
         module.fail_json(msg="config_path: %s is a directory" % path)
     state = nested_spec(module)
+    held = []  # the store's lock, held until the module exits
+    if p["service"] and not module.check_mode:
+        # A call whose controller died may still be moving this store on the node: wait for it, then read and plan.
+        try:
+            held.append(hold(lock_path("store-move", path), p["lock_timeout"]))
+        except LockTimeout as exc:
+            module.fail_json(msg="config_path: %s; nothing was changed" % exc)
     try:
         text = read_text(path)
         planned = plan(p["runtime"], text, p["settings"], root, default_root, path)
