@@ -22,6 +22,16 @@ def test_a_killed_controller_then_a_plain_rerun_converges(name, seed, capsys):
     run(name, seed, capsys)
 
 
+def stopped_for_a_move(host, config):
+    """What a docker move leaves on `host` between its stops and its switch: its notes written (daemon.json saved
+    beside itself, the kubelet noted as stopped), the kubelet and docker stopped, daemon.json not yet switched."""
+    node(host, "sh", "-euc", """
+        cp -p {config} {config}.kubescale-before-move
+        echo '["kubelet.service"]' > {config}.kubescale-move-stopped
+        systemctl stop kubelet.service docker.service docker.socket
+    """.format(config=config))
+
+
 def test_a_docker_move_killed_mid_copy_is_moved_again_and_starts_what_it_had_stopped():
     """The node's side killed between the move's stops and its switch (on the lab's small store a window of under a
     second, which a round's kill seldom hits): the move's notes written, the kubelet and docker stopped, daemon.json
@@ -29,11 +39,7 @@ def test_a_docker_move_killed_mid_copy_is_moved_again_and_starts_what_it_had_sto
     starts the kubelet the dead move had stopped, as its note says; no note is left."""
     tx = transactions.docker_store_move()
     config = "/etc/docker/daemon.json"
-    node(tx.host, "sh", "-euc", """
-        cp -p {config} {config}.kubescale-before-move
-        echo '["kubelet.service"]' > {config}.kubescale-move-stopped
-        systemctl stop kubelet.service docker.service docker.socket
-    """.format(config=config))
+    stopped_for_a_move(tx.host, config)
     chaos.playbook(*tx.argv)
     tx.verify()  # on the new root, every image, no note left, and the kubelet running again
     chaos.playbook(*tx.restore)
@@ -88,11 +94,7 @@ def test_a_rerun_waits_for_the_move_its_dead_controller_left_running_and_does_no
     tx = transactions.docker_store_move()
     config, home = "/etc/docker/daemon.json", transactions.SSD + "/docker"
     moved = tx.argv[-1].split("=", 1)[1]
-    node(tx.host, "sh", "-euc", """
-        cp -p {config} {config}.kubescale-before-move
-        echo '["kubelet.service"]' > {config}.kubescale-move-stopped
-        systemctl stop kubelet.service docker.service docker.socket
-    """.format(config=config))
+    stopped_for_a_move(tx.host, config)
     holder = subprocess.Popen(
         ["docker", "exec", "kslab-" + tx.host, "python3", "-c", DEAD_RUNS_MODULE,
          lock_path("store-move", config), config, home, moved],
