@@ -89,9 +89,11 @@ class Outcome:
             self.rerun_s)
 
 
-def playbook(*argv, check=True):
-    proc = subprocess.run(["ansible-playbook"] + list(argv), cwd=REPO, env=ENV, capture_output=True, text=True,
-                          check=False)
+def playbook(*argv, check=True, env=None):
+    """ansible-playbook `argv` from the repo's root; `env` adds to the environment (ANSIBLE_STDOUT_CALLBACK=json, to
+    read the results as data)."""
+    proc = subprocess.run(["ansible-playbook"] + list(argv), cwd=REPO, env=dict(ENV, **(env or {})),
+                          capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
         raise RoundFailed("ansible-playbook %s failed:\n%s" % (" ".join(argv), proc.stdout[-4000:]))
     return proc

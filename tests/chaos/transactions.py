@@ -19,6 +19,10 @@ HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 KEYS = 300  # the lab's test keys in each etcd cluster (lab/seed.py, lab/kubeadm.py)
 CHAOS_KEYS = 50  # written to the Events cluster before its rounds
 SSD = "/mnt/local-ssd"
+# docker's configuration, its store on the SSD as `make site` leaves it, and the root a docker round moves it to
+DOCKER_CONFIG = "/etc/docker/daemon.json"
+DOCKER_HOME = SSD + "/docker"
+DOCKER_MOVED = SSD + "/docker-chaos"
 PKI = "/etc/kubernetes/pki"
 
 
@@ -225,9 +229,8 @@ def verify_store(host, root):
     def check():
         if node(host, "systemctl", "is-active", "docker", check=False).stdout.strip() != "active":
             raise RoundFailed("%s: docker is not active" % host)
-        config = "/etc/docker/daemon.json"
         actual = node(host, "docker", "info", "--format", "{{.DockerRootDir}}").stdout.strip()
-        configured = json.loads(node(host, "cat", config).stdout).get("data-root")
+        configured = json.loads(node(host, "cat", DOCKER_CONFIG).stdout).get("data-root")
         if (actual, configured) != (root, root):
             raise RoundFailed("%s: docker runs from %s, daemon.json says %s, the run asked for %s"
                               % (host, actual, configured, root))
@@ -235,7 +238,7 @@ def verify_store(host, root):
         if missing:
             raise RoundFailed("%s: docker's store lacks %s" % (host, ", ".join(missing)))
         left = node(host, "sh", "-c", "ls %s.kubescale-before-move %s.kubescale-move-stopped 2>/dev/null"
-                    % (config, config), check=False).stdout.strip()
+                    % (DOCKER_CONFIG, DOCKER_CONFIG), check=False).stdout.strip()
         if left:
             raise RoundFailed("%s: the move's notes are left behind: %s" % (host, left))
         if node(host, "systemctl", "is-active", "kubelet", check=False).stdout.strip() != "active":
@@ -246,16 +249,15 @@ def verify_store(host, root):
 def docker_store_move():
     host = hosts("kube_node_cpu")[0]
     playbook_ = "playbooks/node_cpu.yml"
-    moved, home = "%s/docker-chaos" % SSD, "%s/docker" % SSD
-    check_moved, check_home = verify_store(host, moved), verify_store(host, home)
+    check_moved, check_home = verify_store(host, DOCKER_MOVED), verify_store(host, DOCKER_HOME)
 
     def home_again():
         # back on the SSD's own directory (the moved copy, never deleted by the move, goes)
         check_home()
-        node(host, "rm", "-rf", moved)
+        node(host, "rm", "-rf", DOCKER_MOVED)
     return Transaction(
         name="docker_store_move", host=host, stream="lab",
-        argv=[playbook_, "-l", host, "-e", "docker_overlay2_data_root=" + moved],
+        argv=[playbook_, "-l", host, "-e", "docker_overlay2_data_root=" + DOCKER_MOVED],
         steps=["Merge the tunings into daemon.json, moving the data-root"], verify=check_moved,
         restore=[playbook_, "-l", host], after_restore=home_again, window=1.5)
 
@@ -310,7 +312,7 @@ def containerd_store_move():
             ctr -n k8s.io images rm {image} >/dev/null 2>&1 || true
             rm -rf {moved} {saved}
         """.format(saved=saved, moved=moved, image=CONTAINERD_IMAGE))
-        verify_store(host, "%s/docker" % SSD)()
+        verify_store(host, DOCKER_HOME)()
     return Transaction(
         name="containerd_store_move", host=host, stream="lab",
         argv=args + ["-e", "containerd_tuning_root=" + moved],
@@ -330,7 +332,7 @@ def image_load():
         name="image_load", host=host, stream="lab",
         argv=["playbooks/node_cpu.yml", "-l", host, "--tags", "kubescale_image_preload"],
         steps=["Check the pause image, load the archive"], prepare=prepare,
-        verify=verify_store(host, "%s/docker" % SSD), window=0.8)
+        verify=verify_store(host, DOCKER_HOME), window=0.8)
 
 
 # ---------------------------------------------------------------------------------------------- the control plane
