@@ -194,7 +194,9 @@ def test_a_disk_slower_than_the_ssd_is_refused_at_the_production_thresholds(clus
                           % (m, SSD_DIR), said)
         assert found, said[-3000:]
         netdisk, ssd = float(found.group(1)), float(found.group(2))
-        assert netdisk >= 2 and ssd < 1 and ssd < netdisk, (netdisk, ssd)
+        # slowdisk sleeps 2 ms before every fdatasync; the member's SSD, in memory, passes the production gate itself
+        # (p99 under etcd_local_disk_max_p99_ms), so the move is refused for being slower than the disk it is on
+        assert netdisk >= 2 and ssd < 10 and ssd < netdisk, (netdisk, ssd)
         assert fingerprint(m) == before and running(m) and len(keys_on(m)) == KEYS
     finally:
         node(m, "systemctl", "stop", "kubescale-test-slowdisk", check=False)
