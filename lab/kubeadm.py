@@ -43,6 +43,11 @@ NODE_MONITOR_GRACE = "180s"
 # takes it out (HAProxy checks /readyz every second, two failures) before it stops listening. No read through the
 # controlPlaneEndpoint fails while one API server restarts.
 SHUTDOWN_DELAY = "6s"
+# Then it answers what is still in flight, refuses new requests with 429 and Retry-After (clients ask another API
+# server), and gives the connections still open 2 s to close. Without it the HTTP server waits for the long-running
+# watches' connections up to its 60 s shutdown timeout: every restart took 30 s, the kubelet's grace period, ended by
+# SIGKILL. With it a restart's stop takes about 8 s.
+SHUTDOWN_SEND_RETRY_AFTER = "true"
 # Preflight checks that ask what the lab's containers cannot have. Everything else kubeadm checks, it checks.
 PREFLIGHT_IGNORED = [
     # the container runtime is not running yet: containerd_tuning or docker_overlay2 starts it, in the site run
@@ -306,7 +311,8 @@ def cluster_configuration(endpoint, etcd_members):
                               "certFile": "/etc/kubernetes/pki/apiserver-etcd-client.crt",
                               "keyFile": "/etc/kubernetes/pki/apiserver-etcd-client.key"}},
         "apiServer": {"certSANs": [endpoint.rsplit(":", 1)[0]],
-                      "extraArgs": [{"name": "shutdown-delay-duration", "value": SHUTDOWN_DELAY}]},
+                      "extraArgs": [{"name": "shutdown-delay-duration", "value": SHUTDOWN_DELAY},
+                                    {"name": "shutdown-send-retry-after", "value": SHUTDOWN_SEND_RETRY_AFTER}]},
         "controllerManager": {"extraArgs": [{"name": "node-monitor-grace-period", "value": NODE_MONITOR_GRACE}]},
     }
 

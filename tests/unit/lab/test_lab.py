@@ -117,6 +117,8 @@ def test_the_kubeadm_configurations_are_v1beta4_of_the_pinned_release():
                                                         "https://10.0.0.8:2379"]
     # the load balancer takes an API server out before it stops listening (it keeps serving, not ready, this long)
     assert {"name": "shutdown-delay-duration", "value": kubeadm.SHUTDOWN_DELAY} in cluster["apiServer"]["extraArgs"]
+    # and then stops in seconds, not at the kubelet's SIGKILL: 429 and Retry-After, 2 s for the open connections
+    assert {"name": "shutdown-send-retry-after", "value": "true"} in cluster["apiServer"]["extraArgs"]
     # the upstream etcd guide's per-host configuration: its own name, URLs and the whole initial cluster
     init, host = yaml.safe_load_all(kubeadm.etcd_host_config(members[1], members))
     assert init["kind"] == "InitConfiguration" and init["nodeRegistration"]["name"] == "etcd-kubeadm-2"
