@@ -45,7 +45,7 @@ NODE_MONITOR_GRACE = "180s"
 SHUTDOWN_DELAY = "6s"
 # Then it answers what is still in flight, refuses new requests with 429 and Retry-After (clients ask another API
 # server), and gives the connections still open 2 s to close. Without it the HTTP server waits for the long-running
-# watches' connections up to its 60 s shutdown timeout: every restart took 30 s, the kubelet's grace period, ended by
+# watches' connections up to its 60 s shutdown timeout, so the kubelet's 30 s grace period ends every restart with
 # SIGKILL. With it a restart's stop takes about 8 s.
 SHUTDOWN_SEND_RETRY_AFTER = "true"
 # Preflight checks that ask what the lab's containers cannot have. Everything else kubeadm checks, it checks.
