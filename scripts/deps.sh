@@ -5,7 +5,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 
-APT_PACKAGES=(docker.io debootstrap ntfs-3g openssh-client curl git python3-venv fio zstd rsync iproute2 util-linux shellcheck busybox-static packer chromium nginx)
+APT_PACKAGES=(docker.io debootstrap ntfs-3g openssh-client git python3-venv fio zstd rsync iproute2 util-linux shellcheck busybox-static packer chromium nginx)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -48,29 +48,15 @@ if [ -n "$kubeadm_endpoints" ]; then
     --key=$pki/healthcheck-client.key
 fi
 # Reads through the controlPlaneEndpoint (the lab's HAProxy in front of every kube-apiserver; their objects live in the
-# external etcd while that moves), a new connection each, with admin.conf's credentials (curl: a quarter of kubectl's
-# CPU a read). With two or more control plane nodes the rollout restarts one API server at a time and waits for its
-# /readyz, and each takes itself out of the load balancer before it stops (--shutdown-delay-duration): not one read may
-# fail. A single API server's restarts are counted and shown.
+# external etcd while that moves), a new connection each, with admin.conf's credentials. With two or more control plane
+# nodes the rollout restarts one API server at a time and waits for its /readyz, and each takes itself out of the load
+# balancer before it stops (--shutdown-delay-duration): not one read may fail. A single API server's restarts are
+# counted and shown.
 kubectl_bin="$(bash lab/k8s/build.sh 2>/dev/null | tail -1)/bin/kubectl"
 admin_conf=lab/.state/pki/k8s/admin.conf
 if [ -f "$admin_conf" ]; then
-  api_server="$(python3 - "$admin_conf" "$logs" <<'PY'
-import base64, os, sys, yaml
-conf = yaml.safe_load(open(sys.argv[1]))
-for name, data in (("ca.crt", conf["clusters"][0]["cluster"]["certificate-authority-data"]),
-                   ("admin.crt", conf["users"][0]["user"]["client-certificate-data"]),
-                   ("admin.key", conf["users"][0]["user"]["client-key-data"])):
-    with open(os.open(os.path.join(sys.argv[2], name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-        f.write(base64.b64decode(data))
-print(conf["clusters"][0]["cluster"]["server"])
-PY
-)"
-  while :; do
-    if curl -sf -o /dev/null --max-time 3 --cacert "$logs/ca.crt" --cert "$logs/admin.crt" --key "$logs/admin.key" \
-        "$api_server/api/v1/namespaces/kube-system"; then echo "api ok"; else echo "api failed $(date +%T)"; fi
-    sleep 0.5
-  done >> "$logs/api" &
+  # one process for the whole run, the reads in it (tests/integration/api_reads.py)
+  PYTHONPATH=.collections python3 tests/integration/api_reads.py "$admin_conf" >> "$logs/api" &
   api_poller=$!
   pollers+=($!)
 fi
