@@ -101,24 +101,24 @@ lab-test: lab
 	pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_audit_fleet.py tests/integration/test_worker_state.py tests/integration/test_slices.py tests/integration/test_tags.py
 	@echo "lab-test: $$(date +%T) three streams"
 	bash scripts/parallel.sh \
-	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py" \
+	  "etcd=pytest -q -rs --durations=5 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py tests/integration/test_events_pki.py" \
 	  "etcd-static-pod=pytest -q -rs --durations=5 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
-	  "lab=pytest -q -rs --durations=5 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_events_pki.py tests/integration/test_host_live.py tests/integration/test_host_network.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
+	  "lab=pytest -q -rs --durations=5 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/integration/test_host_network.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
 # environment's image (it needs no lab; its test does); the lab made anew, then its tests. The base image and the
-# Kubernetes build both use are made first, once. Then the bake and the image's test, on the lab.
+# Kubernetes build both use are made first, once. Then, side by side on the lab: the bake and the join of a node booted
+# from it (a new node), and the execution environment's test (it converges the CPU workers).
 test: deps image
 	bash lab/k8s/build.sh >/dev/null
 	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule, the EE image; beside them the lab made anew and its tests"
 	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh \
 	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
 	  "lab-test=$(MAKE) lab-down lab-test"
-	@echo "make test: $$(date +%T) bake"
-	$(MAKE) bake
-	pytest -q -rs --durations=3 tests/integration/test_baked_join.py
-	@echo "make test: $$(date +%T) the execution environment"
-	$(EE_TEST)
+	@echo "make test: $$(date +%T) the bake and its node's join; beside them, the execution environment on the CPU workers"
+	bash scripts/parallel.sh \
+	  "bake=$(MAKE) bake && pytest -q -rs --durations=3 tests/integration/test_baked_join.py" \
+	  "ee-test=$(EE_TEST)"
 	@echo "make test: $$(date +%T) all checks passed"
 
 # make bench BASELINE=<git revision>: the benchmarks that compare two trees (before / after columns) measure this
