@@ -4,7 +4,6 @@ leaves and a re-run beside a move whose module outlived its controller. A plain 
 present and no store half-moved (tests/chaos/chaos.py). They touch no control plane node, the Events cluster or an API
 object, so they run without the lock the control plane's modules take, as the workers' other tests do."""
 
-import json
 import subprocess
 
 import pytest
@@ -13,6 +12,7 @@ from ansible_collections.kubescale.tuning.plugins.module_utils.node.txlock impor
 from tests.chaos import chaos, transactions
 from tests.chaos.chaos import node
 from tests.chaos.rounds import rounds, run
+from tests.integration import json_report
 
 pytestmark = pytest.mark.usefixtures("lab")
 
@@ -97,7 +97,7 @@ def test_a_rerun_waits_for_the_move_its_dead_controller_left_running_and_does_no
         ["docker", "exec", "kslab-" + tx.host, "python3", "-c", DEAD_RUNS_MODULE,
          lock_path("store-move", config), config, transactions.DOCKER_HOME, moved],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    said, pid, converged = holder.stdout.readline().split(), None, False
+    said, pid = holder.stdout.readline().split(), None
     try:
         assert said[:1] == ["held"], said
         pid = said[1]
@@ -108,19 +108,17 @@ def test_a_rerun_waits_for_the_move_its_dead_controller_left_running_and_does_no
             pytest.fail("the re-run ended without waiting on the store's lock: it planned (and moved) while the dead "
                         "run's module held it", pytrace=False)
         assert said == ["waited", "on", "done"], said
-        merges = [task["hosts"] for play in json.loads(rerun.stdout)["plays"] for task in play["tasks"]
-                  if tx.steps[0] in task["task"]["name"]]
-        assert [[(host, res.get("moved")) for host, res in hosts.items()] for hosts in merges] == \
-            [[(tx.host, False)]], merges
+        merges = [(host, res.get("moved")) for task, host, res in json_report.results(rerun.stdout)
+                  if tx.steps[0] in task]
+        assert merges == [(tx.host, False)], merges
         tx.verify()  # on the new root, every image, no note left, and the kubelet running
-        converged = True
-    finally:
+    except BaseException:  # whatever failed, cpu-1 is put back for the tests after this one
         if said[-1:] != ["done"]:  # the test gave up on the holder: it does nothing more
             holder.kill()
             if pid:
                 node(tx.host, "kill", "-KILL", pid, check=False)
-        if not converged:  # whatever failed, cpu-1 is put back for the tests after this one
-            chaos.playbook(*tx.restore, check=False)
-            node(tx.host, "rm", "-rf", moved, check=False)
+        chaos.playbook(*tx.restore, check=False)
+        node(tx.host, "rm", "-rf", moved, check=False)
+        raise
     chaos.playbook(*tx.restore)
     tx.after_restore()

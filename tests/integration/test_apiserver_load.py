@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import json_report
 import pytest
 import yaml
 from kube import kubectl
@@ -204,7 +205,7 @@ def test_an_object_the_api_server_refuses_leaves_the_others_as_they_were(converg
                            "tests/integration/kube_objects.yml"], cwd=REPO,
                           env=dict(ENV, ANSIBLE_STDOUT_CALLBACK="json"), capture_output=True, text=True, check=False)
     assert proc.returncode == 2, proc.stdout[-3000:]
-    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    result = json_report.first(proc.stdout, "localhost")
     assert result["msg"].startswith("FlowSchema %s (dry run): HTTP 422 " % NAME), result["msg"]
     assert "matchingPrecedence" in result["msg"] and result["msg"].endswith("Nothing was sent."), result["msg"]
     assert objects() == objs

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 
 import bad_input
+import json_report
 import pytest
 from kube import kubectl
 from labnode import node
@@ -108,9 +109,7 @@ def test_every_bad_value_of_the_playbooks_roles_is_refused_by_name_before_anythi
     report_before = sorted(os.listdir(report_dir)) if os.path.isdir(report_dir) else None
     proc = run(playbook, host, extra)
     assert proc.returncode == 2, (proc.stdout[-3000:], proc.stderr[-2000:])
-    data = json.loads(proc.stdout)
-    ran = [(t["task"]["name"].replace("kubescale.tuning.", "", 1), h, r) for p in data["plays"] for t in p["tasks"]
-           for h, r in t["hosts"].items() if not r.get("skipped")]
+    ran = json_report.ran(proc.stdout)
     assert len(ran) == 1 and ran[0][0].startswith(VALIDATION) and ran[0][1] == host, [r[:2] for r in ran]
     result = ran[0][2]
     assert result["failed"] and not result.get("changed")

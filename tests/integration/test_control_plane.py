@@ -342,7 +342,7 @@ def test_a_bad_variable_of_any_control_plane_role_fails_the_node_before_any_role
     ran = run_json("playbooks/control_plane.yml", "-l", "cp-1", "-e", "scheduler_binpack_strategy=LeastAllocated",
                    "-e", "apiserver_load_queues=many", rc=2, report=report)
     assert [name for name, _h, _c in ran] == ["Check every role's variables against its argument spec"]
-    failed = report["plays"][0]["tasks"][0]["hosts"]["cp-1"]
+    failed = report["results"][0][2]
     assert failed["failed"] and sorted(failed["argument_errors"]) == ["apiserver_load", "scheduler_binpack"]
     assert ("scheduler_binpack: value of scheduler_binpack_strategy must be one of: MostAllocated, "
             "RequestedToCapacityRatio, got: LeastAllocated") in failed["msg"]

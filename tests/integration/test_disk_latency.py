@@ -1,9 +1,9 @@
 """kubescale.tuning.disk_latency run as Ansible runs it, on this machine's disk."""
 
-import json
 import os
 import subprocess
 
+import json_report
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,7 +16,7 @@ def run_module(args):
                            "-e", "ansible_python_interpreter=/usr/bin/python3",
                            "-m", "kubescale.tuning.disk_latency", "-a", args],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False)
-    return proc.returncode, json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return proc.returncode, json_report.first(proc.stdout, "localhost")
 
 
 def test_measures_and_cleans_up(tmp_path):

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import json_report
 import pytest
 import yaml
 from kube import kubectl, wait_for
@@ -176,7 +177,7 @@ def module(*flags, **extra):
     proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable,
                            "-e", json.dumps(extra), MODULE] + list(flags), cwd=REPO,
                           env=dict(ENV, ANSIBLE_STDOUT_CALLBACK="json"), capture_output=True, text=True, check=False)
-    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    result = json_report.first(proc.stdout, "localhost")
     return proc.returncode, result
 
 

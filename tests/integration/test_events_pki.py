@@ -5,10 +5,10 @@ one, for the key it has, and so does one whose certificate file is no longer PEM
 into a scratch directory and runs the same tasks as the real run after it. Runs on the controller alone (no lab
 needed)."""
 
-import json
 import os
 import subprocess
 
+import json_report
 import pytest
 
 from ansible_collections.kubescale.tuning.plugins.plugin_utils._x509 import due
@@ -38,11 +38,9 @@ def run(inventory, *extra):
         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
     ran = {}
-    for play in json.loads(proc.stdout)["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if res.get("action") in CRYPTO and not res.get("skipped"):
-                    ran.setdefault(host, []).append(task["task"]["name"])
+    for task, host, res in json_report.ran(proc.stdout):
+        if res.get("action") in CRYPTO:
+            ran.setdefault(host, []).append(task)
     return ran
 
 

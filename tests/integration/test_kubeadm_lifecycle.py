@@ -24,6 +24,8 @@ import threading
 import time
 import uuid
 
+import api_reads
+import json_report
 import pytest
 import yaml
 from audit_lab import HOSTS, REPO
@@ -90,7 +92,7 @@ def drift(host, *args):
     proc = subprocess.run(["ansible", host, "-i", HOSTS, "-b", "-m", "kubescale.tuning.kubeadm_drift"]
                           + (["-a", " ".join(args)] if args else []), cwd=REPO, capture_output=True, text=True,
                           check=False, env=dict(ENV, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json"))
-    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"][host]
+    return json_report.first(proc.stdout, host)
 
 
 def kubeadm_on(host, *args, what):
@@ -151,19 +153,21 @@ def test_a_change_kubeadm_refuses_is_refused_before_anything_changes(where):
 
 
 class ApiPoller(threading.Thread):
-    """Reads through the controlPlaneEndpoint (the load balancer), a new connection each, until stopped."""
+    """Reads through the controlPlaneEndpoint (the load balancer), a new connection each, until stopped: site_twice.sh's
+    reads (api_reads.py), with the controller's admin.conf."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.ok, self.failed, self.stopping = 0, [], threading.Event()
+        self.api = api_reads.client(controlplane.ADMIN_CONF)
 
     def run(self):
         while not self.stopping.is_set():
-            proc = kubectl("get", "--raw=/api/v1/namespaces/kube-system", check=False, timeout="3s")
-            if proc.returncode == 0:
+            why = api_reads.read(self.api)
+            if not why:
                 self.ok += 1
             else:
-                self.failed.append("%s %s" % (time.strftime("%T"), proc.stderr.strip()[-200:]))
+                self.failed.append("%s %s" % (time.strftime("%T"), why))
             time.sleep(0.3)
 
     def stop(self):

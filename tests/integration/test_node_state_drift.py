@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 
+import json_report
 import pytest
 import yaml
 from labnode import node
@@ -32,8 +33,7 @@ def playbook(*args):
         text=True, check=False,
         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
-    return [(task["task"]["name"].replace("kubescale.tuning.", "", 1).split(" : ")[0], task["hosts"][HOST])
-            for play in json.loads(proc.stdout)["plays"] for task in play["tasks"] if HOST in task["hosts"]]
+    return [(task.split(" : ")[0], res) for task, host, res in json_report.results(proc.stdout) if host == HOST]
 
 
 def changed_tasks(*args, sent=None):

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
+import json_report
 import pytest
 from labnode import node
 
@@ -42,10 +43,9 @@ def preload(extra, *args):
         env=dict(env(), ANSIBLE_STDOUT_CALLBACK="json"))
     results = {}
     try:
-        for play in json.loads(proc.stdout)["plays"]:
-            for task in play["tasks"]:
-                if HOST in task["hosts"]:
-                    results[task["task"]["name"].split(" : ")[-1]] = task["hosts"][HOST]
+        for task, host, res in json_report.results(proc.stdout):
+            if host == HOST:
+                results[task.split(" : ")[-1]] = res
     except ValueError:
         pass
     return proc.returncode, results, proc.stdout[-4000:] + proc.stderr[-2000:]

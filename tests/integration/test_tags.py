@@ -5,11 +5,11 @@ every role (and the argument-spec validation) and nothing that changes a node. B
 """
 
 import glob
-import json
 import os
 import re
 import subprocess
 
+import json_report
 import pytest
 import yaml
 from labnode import node
@@ -29,17 +29,9 @@ def run_json(*args, rc=0, report=None):
         ["ansible-playbook", "-i", HOSTS, *args], cwd=REPO, capture_output=True, text=True, check=False,
         env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json"))
     assert proc.returncode == rc, (proc.stdout[-3000:], proc.stderr[-2000:])
-    data = json.loads(proc.stdout)
     if report is not None:
-        report.update(data)
-    ran = []
-    for play in data["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if not res.get("skipped"):
-                    name = task["task"]["name"].replace("kubescale.tuning.", "", 1)  # "role : task"
-                    ran.append((name, host, res.get("changed", False)))
-    return ran
+        report.update(results=json_report.results(proc.stdout))
+    return [(task, host, res.get("changed", False)) for task, host, res in json_report.ran(proc.stdout)]
 
 
 def validate_task_names():
@@ -110,7 +102,7 @@ def test_a_bad_variable_of_any_worker_role_fails_the_node_before_any_role_runs()
     ran = run_json("playbooks/node_cpu.yml", "-l", "cpu-1", "-e", "local_ssd_fstype=ntfs",
                    "-e", "image_preload_compression=rar", rc=2, report=report)
     assert [name for name, _h, _c in ran] == ["Check every role's variables against its argument spec"]
-    failed = report["plays"][0]["tasks"][0]["hosts"]["cpu-1"]
+    failed = report["results"][0][2]
     assert failed["failed"] and sorted(failed["argument_errors"]) == ["image_preload", "local_ssd"]
     assert "local_ssd: value of local_ssd_fstype must be one of: ext4, xfs, got: ntfs" in failed["msg"]
     assert "image_preload: value of image_preload_compression must be one of" in failed["msg"]

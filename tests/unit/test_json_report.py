@@ -1,0 +1,39 @@
+"""tests/integration/json_report.py: the json callback's report, read once for every lab test."""
+
+import importlib.util
+import json
+import os
+
+_SPEC = importlib.util.spec_from_file_location("json_report", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration", "json_report.py"))
+json_report = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(json_report)
+
+REPORT = json.dumps({"plays": [
+    {"play": {"name": "one"}, "tasks": [
+        {"task": {"name": "Check every role's variables against its argument spec"},
+         "hosts": {"cpu-1": {"changed": False}, "cpu-2": {"failed": True, "msg": "bad"}}},
+        {"task": {"name": "kubescale.tuning.local_ssd : Mount it"},
+         "hosts": {"cpu-1": {"changed": True}, "cpu-2": {"skipped": True}}}]},
+    {"play": {"name": "two"}, "tasks": [
+        {"task": {"name": "kubescale.tuning.image_preload : Load"}, "hosts": {"cpu-2": {"changed": False}}}]}],
+    "stats": {}})
+
+
+def test_results_are_every_task_on_every_host_in_order_without_the_collections_prefix():
+    assert [(t, h) for t, h, _r in json_report.results(REPORT)] == [
+        ("Check every role's variables against its argument spec", "cpu-1"),
+        ("Check every role's variables against its argument spec", "cpu-2"),
+        ("local_ssd : Mount it", "cpu-1"), ("local_ssd : Mount it", "cpu-2"), ("image_preload : Load", "cpu-2")]
+
+
+def test_ran_leaves_out_what_a_host_skipped():
+    assert [(t, h) for t, h, _r in json_report.ran(REPORT)] == [
+        ("Check every role's variables against its argument spec", "cpu-1"),
+        ("Check every role's variables against its argument spec", "cpu-2"),
+        ("local_ssd : Mount it", "cpu-1"), ("image_preload : Load", "cpu-2")]
+
+
+def test_first_is_a_hosts_first_result():
+    assert json_report.first(REPORT, "cpu-2") == {"failed": True, "msg": "bad"}
+    assert json_report.first(REPORT, "cpu-1") == {"changed": False}
