@@ -1,13 +1,8 @@
 """tests/integration/json_report.py: the json callback's report, read once for every lab test."""
 
-import importlib.util
 import json
-import os
 
-_SPEC = importlib.util.spec_from_file_location("json_report", os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration", "json_report.py"))
-json_report = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(json_report)
+from tests.integration import json_report
 
 REPORT = json.dumps({"plays": [
     {"play": {"name": "one"}, "tasks": [

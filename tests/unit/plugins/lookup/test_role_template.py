@@ -9,6 +9,8 @@ import sys
 
 from conftest import LINK_ROOT, REPO
 
+from tests.integration import json_report
+
 # What a role template needs beyond its role's defaults and vars: a registered result, for etcd_local_disk.
 EXTRA = {
     "kubescale_bake": False,
@@ -32,7 +34,7 @@ def run(tmp_path, plays):
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c",
                            "local", "-e", "@" + extra, path], capture_output=True, text=True, env=env, cwd=str(tmp_path),
                           check=False)
-    return proc.returncode, json.loads(proc.stdout)
+    return proc.returncode, proc.stdout
 
 
 def test_every_role_template_renders_as_ansible_builtin_template_does(tmp_path):
@@ -50,7 +52,7 @@ def test_every_role_template_renders_as_ansible_builtin_template_does(tmp_path):
             want += 1
         plays.append({"hosts": "localhost", "gather_facts": False, "vars_files": vars_files, "tasks": tasks})
     rc, out = run(tmp_path, plays)
-    results = [t["hosts"]["localhost"] for p in out["plays"] for t in p["tasks"]]
+    results = [r for _task, _host, r in json_report.results(out)]
     assert rc == 0, [r.get("msg") for r in results if r.get("failed")]
     assert len(results) == want and not any(r.get("failed") for r in results)
 
@@ -59,5 +61,5 @@ def test_a_missing_template_fails_naming_it(tmp_path):
     rc, out = run(tmp_path, [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"ansible.builtin.debug": {"msg": "{{ lookup('kubescale.tuning.role_template', 'no-such.j2') }}"}}]}])
     assert rc != 0
-    msg = out["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
+    msg = json_report.first(out, "localhost")["msg"]
     assert "role_template: no-such.j2 is not in the role's templates directory" in msg
