@@ -8,8 +8,10 @@ A round, from its seed:
   1. prepare;
   2. start the run (its own ssh ControlPath directory, in a session of its own);
   3. when the default callback prints the banner of the step the seed picked (`TASK [<step>`), wait the seed's delay
-     (0 to `window` seconds), then SIGKILL ansible-playbook, its forks and its ssh connections (their control masters
-     included, found by the round's ControlPath directory) - the controller gone. The module it started on the node
+     (0 to `window` seconds) or, when the step ends sooner, until the next task's banner (KillClock), then SIGKILL
+     ansible-playbook, its forks and its ssh connections (their control masters included, found by the round's
+     ControlPath directory) - the controller gone. Every round kills: a run that ends with no banner after its step
+     fails the round. The module it started on the node
      runs on to its end (pipelining, no tty). With the seed's other choice every process sshd started for a command on
      the node is killed as well (found by sshd's unit), as when the node tears the session down with the connection
      (systemd-logind's KillUserProcesses): the module and its children stop wherever they were on the node too;
@@ -59,7 +61,7 @@ class Transaction:
     restore: Optional[List[str]] = None  # ansible-playbook's arguments of the run that puts the lab's setting back
     after_restore: Optional[Callable[[], None]] = None  # what holds after that run
     cleanup: Optional[Callable[[], None]] = None  # puts back by hand what no run of the lab's settings would
-    window: float = 3.0  # the kill lands 0 to `window` seconds after the step's banner
+    window: float = 3.0  # the kill lands 0 to `window` seconds after the step's banner, or as the next task starts
     stream: str = ""  # which of make lab-test's streams owns the transaction's nodes
 
 
@@ -72,6 +74,8 @@ class Outcome:
     node_killed: bool
     killed_in: str = ""  # the last banner printed before the kill
     killed: bool = False  # False: the run ended before the kill was due
+    killed_after: float = 0.0  # seconds from the step's banner to the kill
+    cut_short: bool = False  # the step ended before the seed's delay: the kill landed as the next task started
     node_processes: int = 0  # how many processes of the node's ssh sessions (a module still running) it killed
     rerun_s: float = 0.0
     log: List[str] = field(default_factory=list)
@@ -83,8 +87,11 @@ class Outcome:
         if not self.killed:
             return "%s seed %d: the run ended before the kill (%s +%.1fs) was due" % (
                 self.transaction, self.seed, self.step, self.delay)
-        return "%s seed %d: killed %.1fs into TASK [%s]%s; the re-run converged in %.0fs" % (
-            self.transaction, self.seed, self.delay, self.killed_in,
+        where = ("as TASK [%s] started, %.1fs after TASK [%s] (the seed's %.1fs outlasted that step)"
+                 % (self.killed_in, self.killed_after, self.step, self.delay) if self.cut_short
+                 else "%.1fs into TASK [%s]" % (self.killed_after, self.killed_in))
+        return "%s seed %d: killed %s%s; the re-run converged in %.0fs" % (
+            self.transaction, self.seed, where,
             " with the node's ssh sessions (%d processes)" % self.node_processes if self.node_killed else "",
             self.rerun_s)
 
@@ -161,6 +168,33 @@ def step_target(step):
     return prefix, int(nth or 1)
 
 
+class KillClock:
+    """When a round's kill lands, from the banners the run prints: armed at the step's banner (the `nth` task whose
+    name starts with `prefix`), due `delay` seconds later - or at the next task's banner, when the step ends first. The
+    kill then lands as that task starts, still inside the run, where a fixed delay would let a fast step's run end
+    unkilled."""
+
+    def __init__(self, prefix, nth, delay):
+        self.prefix, self.nth, self.delay = prefix, nth, delay
+        self.seen = 0
+        self.armed_at = None
+        self.done = False
+
+    def banner(self, name, now):
+        """A task's banner (`name`, at monotonic `now`): "arm" when it is the step's (start the delay), "fire" when it
+        is the first one after the step's (kill now, the delay not run out), else None."""
+        if self.done:
+            return None
+        if self.armed_at is not None:
+            self.done = True
+            return "fire"
+        self.seen += name.startswith(self.prefix)
+        if self.seen == self.nth:
+            self.armed_at = now
+            return "arm"
+        return None
+
+
 def kill_round(tx: Transaction, seed: int, out=None) -> Outcome:
     """One round of `tx` from `seed`; raises RoundFailed (with the replay command) when it does not converge."""
     rng = random.Random(seed)
@@ -175,38 +209,46 @@ def kill_round(tx: Transaction, seed: int, out=None) -> Outcome:
         env = dict(ENV, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
         proc = subprocess.Popen(["ansible-playbook"] + tx.argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        fired = threading.Event()
+        clock = KillClock(prefix, nth, delay)
+        fire_lock = threading.Lock()
         last = [""]
 
-        def fire():
-            if proc.poll() is None:
-                outcome.killed_in, outcome.killed = last[0], True
+        def fire(cut_short=False):
+            with fire_lock:  # the timer's thread and the banner that cuts the step short may both try
+                if outcome.killed or proc.poll() is not None:
+                    return
+                outcome.killed_in, outcome.killed, outcome.cut_short = last[0], True, cut_short
+                outcome.killed_after = round(time.monotonic() - clock.armed_at, 2)
                 _kill_controller(proc, control_dir)
                 if node_killed:
                     outcome.node_processes = _kill_node_sessions(tx.host)
 
-        timer, seen = None, 0
+        timer = None
         for line in proc.stdout:
             outcome.log.append(line.rstrip("\n"))
             match = BANNER.match(line.rstrip())
             if not match:
                 continue
             last[0] = match.group(1).split(" : ", 1)[-1]  # a role's task: "<role> : <name>"
-            seen += last[0].startswith(prefix)
-            if timer is None and seen == nth:
+            action = clock.banner(last[0], time.monotonic())
+            if action == "arm":
                 timer = threading.Timer(delay, fire)
                 timer.start()
-                fired.set()
+            elif action == "fire":
+                timer.cancel()
+                fire(cut_short=True)
         proc.wait()
         if timer is not None:
             timer.cancel()
             timer.join()  # a kill under way finishes (the node's processes too) before the re-run starts
         _kill_controller(proc, control_dir)  # no control master outlives the round
         shutil.rmtree(control_dir, ignore_errors=True)
-        if not fired.is_set():
+        if clock.armed_at is None:
             raise RoundFailed("step %r never started:\n%s" % (step, "\n".join(outcome.log[-60:])))
-        if not outcome.killed and proc.returncode != 0:
-            raise RoundFailed("the run failed before the kill:\n%s" % "\n".join(outcome.log[-60:]))
+        if not outcome.killed:
+            raise RoundFailed("the run ended %s before the kill was due: no task's banner came after the step's\n%s"
+                              % ("successfully" if proc.returncode == 0 else "failing",
+                                 "\n".join(outcome.log[-60:])))
         started = time.time()
         playbook(*tx.argv)
         outcome.rerun_s = time.time() - started

@@ -78,6 +78,10 @@ def test_every_step_names_a_task_its_playbook_prints_a_banner_for(name, lab_grou
         found = [n for n in names if n.startswith(prefix)]
         assert len(found) >= nth, "%s: step %r names no task of %s (a block's or an import's name prints no " \
                                   "banner)" % (name, step, tx.argv[0])
+        # the kill lands at the latest as the task after the step starts (KillClock): there must be one
+        assert names.index(found[nth - 1]) < len(names) - 1, "%s: step %r is the last task of %s: a run whose step " \
+                                                             "ends before the seed's delay would end unkilled" % (
+                                                                 name, step, tx.argv[0])
 
 
 def test_a_block_s_name_is_not_a_banner(tmp_path):
@@ -87,3 +91,25 @@ def test_a_block_s_name_is_not_a_banner(tmp_path):
         {"name": "Clear it", "when": False, "block": [{"name": "Stop it", "ansible.builtin.debug": {}}]},
         {"name": "Then", "ansible.builtin.debug": {}}]}]))
     assert banners(str(book)) == ["Stop it", "Then"]
+
+
+def _clock_fed(banners, prefix="Move", nth=1):
+    clock = chaos.KillClock(prefix, nth, delay=5.0)
+    return clock, [clock.banner(name, float(t)) for t, name in enumerate(banners)]
+
+
+def test_the_kill_is_armed_at_the_step_s_banner_and_lands_at_the_next_one_at_the_latest():
+    clock, actions = _clock_fed(["Read it", "Move the store", "Record the fact", "Done"])
+    assert actions == [None, "arm", "fire", None]
+    assert clock.armed_at == 1.0
+
+
+def test_the_nth_task_of_a_prefix_arms_it_and_its_earlier_namesakes_do_not():
+    clock, actions = _clock_fed(["Move the store", "Check", "Move the store", "Record"], nth=2)
+    assert actions == [None, None, "arm", "fire"]
+    assert clock.armed_at == 2.0
+
+
+def test_a_run_that_never_reaches_the_step_never_arms():
+    clock, actions = _clock_fed(["Read it", "Record the fact"])
+    assert actions == [None, None] and clock.armed_at is None
