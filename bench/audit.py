@@ -25,6 +25,8 @@ import time
 
 import yaml
 
+from tests.integration import json_report  # the json callback's report, read one way
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 # Controller-side actions: they run no module on the node.
@@ -65,17 +67,14 @@ def one_run(extra):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         sys.exit("audit failed (the lab must be converged and green):\n" + proc.stdout[-3000:] + proc.stderr[-2000:])
-    data = json.loads(proc.stdout)
     tasks, remote = collections.Counter(), collections.Counter()
-    for play in data["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if host == "localhost" or res.get("skipped"):
-                    continue
-                tasks[host] += 1
-                action = res.get("action") or task["task"].get("action", "")
-                if action.rsplit(".", 1)[-1] not in LOCAL and action not in LOCAL:
-                    remote[host] += len(res["results"]) if isinstance(res.get("results"), list) else 1
+    for _task, host, res in json_report.ran(proc.stdout):
+        if host == "localhost":
+            continue
+        tasks[host] += 1
+        action = res.get("action", "")
+        if action.rsplit(".", 1)[-1] not in LOCAL and action not in LOCAL:
+            remote[host] += len(res["results"]) if isinstance(res.get("results"), list) else 1
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     with open(os.path.join(out_dir, "audit.json")) as f:
         totals = json.load(f)["totals"]

@@ -20,6 +20,7 @@ import statistics
 import subprocess
 
 from bench import fleet  # the lab's hosts and a worktree of a revision
+from tests.integration import json_report  # the json callback's report, read one way
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,8 +47,8 @@ def run(tree, hosts):
         got = fleet.play(tree, path, ["--tags", "preflight", "-l", ",".join(hosts)], measure=True)
     finally:
         os.remove(path)
-    checks = sum(1 for play in got["report"]["plays"] for task in play["tasks"]
-                 for res in task["hosts"].values() if res.get("action", "").endswith("check_vars"))
+    checks = sum(1 for _task, _host, res in json_report.results(got["report"])
+                 if res.get("action", "").endswith("check_vars"))
     if checks != 4 * len(hosts):
         raise SystemExit("check_tasks: %d check_vars results, want %d" % (checks, 4 * len(hosts)))
     return got["cpu_s"]

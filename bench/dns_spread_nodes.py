@@ -22,6 +22,7 @@ import subprocess
 
 from bench import fleet  # the lab, worktrees and measured runs of bench/fleet.py
 from lab import controlplane  # the lab's kwok Nodes
+from tests.integration import json_report  # the json callback's report, read one way
 
 ARGS = ["-l", "cp-1", "--tags", "kubescale_dns_spread"]
 
@@ -34,8 +35,7 @@ def set_nodes(total):
 
 
 def changed(report):
-    return sum(bool(res.get("changed")) for play in report["plays"] for task in play["tasks"]
-               for res in task["hosts"].values())
+    return sum(bool(res.get("changed")) for _task, _host, res in json_report.results(report))
 
 
 def plot(summary, path):

@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from lab import nodes as labnodes  # the lab's own node table and removal
+from tests.integration import json_report  # the json callback's report, read one way
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -107,27 +108,25 @@ def worktree(rev):
     return path
 
 
-def count(run_json, hosts):
+def count(report, hosts):
     """Per host: tasks run, tasks skipped (each still a forked worker and a variable merge on the controller), remote
-    module runs, controller-side actions (the json callback's results)."""
+    module runs, controller-side actions (the json callback's report, as it printed it)."""
     tasks, remote, controller = collections.Counter(), collections.Counter(), collections.Counter()
     changed, skipped = collections.Counter(), collections.Counter()
-    for play in run_json["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if host not in hosts:
-                    continue
-                if res.get("skipped"):
-                    skipped[host] += 1
-                    continue
-                action = res.get("action") or task["task"].get("action", "?")
-                short = action.rsplit(".", 1)[-1] if action.startswith("ansible.builtin.") else action
-                tasks[host] += 1
-                changed[host] += bool(res.get("changed"))
-                if short in CONTROLLER_ACTIONS:
-                    controller[host] += 1
-                elif short not in LOCAL:
-                    remote[host] += 1
+    for _task, host, res in json_report.results(report):
+        if host not in hosts:
+            continue
+        if res.get("skipped"):
+            skipped[host] += 1
+            continue
+        action = res.get("action", "?")
+        short = action.rsplit(".", 1)[-1] if action.startswith("ansible.builtin.") else action
+        tasks[host] += 1
+        changed[host] += bool(res.get("changed"))
+        if short in CONTROLLER_ACTIONS:
+            controller[host] += 1
+        elif short not in LOCAL:
+            remote[host] += 1
     n = float(len(hosts))
     return dict(tasks=sum(tasks.values()) / n, skipped=sum(skipped.values()) / n, remote=sum(remote.values()) / n,
                 controller_actions=sum(controller.values()) / n, changed=sum(changed.values()))
@@ -153,7 +152,7 @@ def play(tree, playbook, argv, measure, extra_env=None):
     if not measure:
         return None
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return dict(cpu_s=cpu, wall_s=wall, report=json.loads(proc.stdout))
+    return dict(cpu_s=cpu, wall_s=wall, report=proc.stdout)
 
 
 def run(tree, group, hosts, measure, extra_env=None, extra_args=()):

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from tests.integration import json_report  # the json callback's report, read one way
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEYS = {
     "net.ipv4.neigh.default.gc_thresh1": 80000,
@@ -64,14 +66,10 @@ def run(playbook, hosts):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit("bench: %s failed:\n%s\n%s" % (playbook, proc.stdout[-3000:], proc.stderr[-3000:]))
-    result = json.loads(proc.stdout)
-    stats = result["stats"]
+    stats = json_report.stats(proc.stdout)
     executions = {}
-    changed = 0
-    for play in result["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                executions[host] = executions.get(host, 0) + len(res.get("results", [res]))
+    for _task, host, res in json_report.results(proc.stdout):
+        executions[host] = executions.get(host, 0) + len(res.get("results", [res]))
     changed = sum(s["changed"] for s in stats.values())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu, "hosts": len(stats), "changed": changed,

@@ -19,6 +19,11 @@ def ran(stdout):
     return [r for r in results(stdout) if not r[2].get("skipped")]
 
 
+def stats(stdout):
+    """The recap: {host: {"ok": n, "changed": n, ...}}."""
+    return json.loads(stdout)["stats"]
+
+
 def first(stdout, host):
     """The first result on `host`: a module's own run (`ansible -m`, a one-task playbook)."""
     return next(result for _task, h, result in results(stdout) if h == host)
