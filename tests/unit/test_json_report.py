@@ -1,4 +1,4 @@
-"""tests/integration/json_report.py: the json callback's report, read once for every lab test."""
+"""tests/integration/json_report.py: the json callback's report, read once for every lab test and benchmark."""
 
 import json
 
@@ -12,7 +12,7 @@ REPORT = json.dumps({"plays": [
          "hosts": {"cpu-1": {"changed": True}, "cpu-2": {"skipped": True}}}]},
     {"play": {"name": "two"}, "tasks": [
         {"task": {"name": "kubescale.tuning.image_preload : Load"}, "hosts": {"cpu-2": {"changed": False}}}]}],
-    "stats": {}})
+    "stats": {"cpu-1": {"ok": 2, "changed": 1}, "cpu-2": {"ok": 1, "changed": 0, "failures": 1}}})
 
 
 def test_results_are_every_task_on_every_host_in_order_without_the_collections_prefix():
@@ -32,3 +32,7 @@ def test_ran_leaves_out_what_a_host_skipped():
 def test_first_is_a_hosts_first_result():
     assert json_report.first(REPORT, "cpu-2") == {"failed": True, "msg": "bad"}
     assert json_report.first(REPORT, "cpu-1") == {"changed": False}
+
+
+def test_stats_is_the_recap_per_host():
+    assert json_report.stats(REPORT) == {"cpu-1": {"ok": 2, "changed": 1}, "cpu-2": {"ok": 1, "changed": 0, "failures": 1}}
