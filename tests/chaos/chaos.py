@@ -8,7 +8,7 @@ A round, from its seed:
   1. prepare;
   2. start the run (its own ssh ControlPath directory, in a session of its own);
   3. when the default callback prints the banner of the step the seed picked (`TASK [<step>`), wait the seed's delay
-     (0 to `window` seconds) or, when the step ends sooner, until the next task's banner (KillClock), then SIGKILL
+     (0 to `window` seconds) or, when the step ends sooner, until the next other task's banner (KillClock), then SIGKILL
      ansible-playbook, its forks and its ssh connections (their control masters included, found by the round's
      ControlPath directory) - the controller gone. Every round kills: a run that ends with no banner after its step
      fails the round. The module it started on the node
@@ -170,9 +170,10 @@ def step_target(step):
 
 class KillClock:
     """When a round's kill lands, from the banners the run prints: armed at the step's banner (the `nth` task whose
-    name starts with `prefix`), due `delay` seconds later - or at the next task's banner, when the step ends first. The
-    kill then lands as that task starts, still inside the run, where a fixed delay would let a fast step's run end
-    unkilled."""
+    name starts with `prefix`), due `delay` seconds later - or at the banner of the first task after it whose name does
+    not start with `prefix`, when that comes first. The kill then lands as that task starts, still inside the run, where
+    a fixed delay would let a fast step's run end unkilled. Banners that share the prefix (an include's, then its task's;
+    a check-mode twin's; the next batch's) are the step still."""
 
     def __init__(self, prefix, nth, delay):
         self.prefix, self.nth, self.delay = prefix, nth, delay
@@ -182,10 +183,12 @@ class KillClock:
 
     def banner(self, name, now):
         """A task's banner (`name`, at monotonic `now`): "arm" when it is the step's (start the delay), "fire" when it
-        is the first one after the step's (kill now, the delay not run out), else None."""
+        is the first one after the step's that is not the step's own (kill now, the delay not run out), else None."""
         if self.done:
             return None
         if self.armed_at is not None:
+            if name.startswith(self.prefix):
+                return None
             self.done = True
             return "fire"
         self.seen += name.startswith(self.prefix)
