@@ -110,14 +110,13 @@ lab-test: lab
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
 # environment's image (it needs no lab; its test does); the lab made anew, then its tests. The base image and the
-# Kubernetes build both use are made first, once. The lab's stream is the longer one, so the checks run at a lower
-# priority (nice): they take the CPU the lab's tests leave, and the lab's tests are not slowed by them. Then, side by side on the lab: the bake and the join of a node booted
+# Kubernetes build both use are made first, once. Then, side by side on the lab: the bake and the join of a node booted
 # from it (a new node), and the execution environment's test (it converges the CPU workers).
 test: deps image
 	bash lab/k8s/build.sh >/dev/null
 	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule, the EE image; beside them the lab made anew and its tests"
 	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh \
-	  "checks=nice -n 10 $(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
+	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
 	  "lab-test=$(MAKE) lab-down lab-test"
 	@echo "make test: $$(date +%T) the bake and its node's join; beside them, the execution environment on the CPU workers"
 	bash scripts/parallel.sh \
