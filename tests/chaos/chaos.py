@@ -8,13 +8,13 @@ A round, from its seed:
   1. prepare;
   2. start the run (its own ssh ControlPath directory, in a session of its own);
   3. when the default callback prints the banner of the step the seed picked (`TASK [<step>`), wait the seed's delay
-     (0 to `window` seconds) or, when the step ends sooner, until the next other task's banner (KillClock), then SIGKILL
-     ansible-playbook, its forks and its ssh connections (their control masters included, found by the round's
-     ControlPath directory) - the controller gone. Every round kills: a run that ends with no banner after its step
-     fails the round. The module it started on the node
-     runs on to its end (pipelining, no tty). With the seed's other choice every process sshd started for a command on
-     the node is killed as well (found by sshd's unit), as when the node tears the session down with the connection
-     (systemd-logind's KillUserProcesses): the module and its children stop wherever they were on the node too;
+     (0 to `window` seconds) or, when the step ends sooner, until the banner of the next task of another name
+     (KillClock), then SIGKILL ansible-playbook, its forks and its ssh connections (their control masters included,
+     found by the round's ControlPath directory) - the controller gone. Every round kills: a run that ends first fails
+     the round. The module the controller started on the node runs on to its end (pipelining, no tty). With the seed's
+     other choice every process sshd started for a command on the node is killed as well (found by sshd's unit), as
+     when the node tears the session down with the connection (systemd-logind's KillUserProcesses): the module and its
+     children stop wherever they were on the node too;
   4. the same run again, unchanged: it must succeed;
   5. verify: every etcd key on every member, every image present, no runtime store half-moved, the API server
      answering - whatever the transaction protects;
@@ -61,7 +61,7 @@ class Transaction:
     restore: Optional[List[str]] = None  # ansible-playbook's arguments of the run that puts the lab's setting back
     after_restore: Optional[Callable[[], None]] = None  # what holds after that run
     cleanup: Optional[Callable[[], None]] = None  # puts back by hand what no run of the lab's settings would
-    window: float = 3.0  # the kill lands 0 to `window` seconds after the step's banner, or as the next task starts
+    window: float = 3.0  # the kill lands 0 to `window` s after the step's banner, or as a task of another name starts
     stream: str = ""  # which of make lab-test's streams owns the transaction's nodes
 
 
@@ -75,7 +75,7 @@ class Outcome:
     killed_in: str = ""  # the last banner printed before the kill
     killed: bool = False  # False: the run ended before the kill was due
     killed_after: float = 0.0  # seconds from the step's banner to the kill
-    cut_short: bool = False  # the step ended before the seed's delay: the kill landed as the next task started
+    cut_short: bool = False  # the step ended before the seed's delay: the kill landed as a task of another name began
     node_processes: int = 0  # how many processes of the node's ssh sessions (a module still running) it killed
     rerun_s: float = 0.0
     log: List[str] = field(default_factory=list)
@@ -171,9 +171,9 @@ def step_target(step):
 class KillClock:
     """When a round's kill lands, from the banners the run prints: armed at the step's banner (the `nth` task whose
     name starts with `prefix`), due `delay` seconds later - or at the banner of the first task after it whose name does
-    not start with `prefix`, when that comes first. The kill then lands as that task starts, still inside the run, where
-    a fixed delay would let a fast step's run end unkilled. Banners that share the prefix (an include's, then its task's;
-    a check-mode twin's; the next batch's) are the step still."""
+    not start with `prefix`, when that comes first. The kill then lands as that task starts, still inside the run,
+    where a fixed delay would let a fast step's run end unkilled. Banners that share the prefix (an include's, then its
+    task's; a check-mode twin's; the next batch's) are the step still."""
 
     def __init__(self, prefix, nth, delay):
         self.prefix, self.nth, self.delay = prefix, nth, delay
@@ -249,7 +249,8 @@ def kill_round(tx: Transaction, seed: int, out=None) -> Outcome:
         if clock.armed_at is None:
             raise RoundFailed("step %r never started:\n%s" % (step, "\n".join(outcome.log[-60:])))
         if not outcome.killed:
-            raise RoundFailed("the run ended %s before the kill was due: no task's banner came after the step's\n%s"
+            raise RoundFailed("the run ended %s before the kill was due: no task of another name started after the "
+                              "step\n%s"
                               % ("successfully" if proc.returncode == 0 else "failing",
                                  "\n".join(outcome.log[-60:])))
         started = time.time()
