@@ -170,13 +170,13 @@ def step_target(step):
 
 class KillClock:
     """When a round's kill lands, from the banners the run prints: armed at the step's banner (the `nth` task whose
-    name starts with `prefix`), due `delay` seconds later - or at the banner of the first task after it whose name does
-    not start with `prefix`, when that comes first. The kill then lands as that task starts, still inside the run,
-    where a fixed delay would let a fast step's run end unkilled. Banners that share the prefix (an include's, then its
-    task's; a check-mode twin's; the next batch's) are the step still."""
+    name starts with `prefix`), due the round's delay later (kill_round's timer) - or at the banner of the first task
+    after it whose name does not start with `prefix`, when that comes first. The kill then lands as that task starts,
+    still inside the run, where a fixed delay would let a fast step's run end unkilled. Banners that share the prefix
+    (an include's, then its task's; a check-mode twin's; the next batch's) are the step still."""
 
-    def __init__(self, prefix, nth, delay):
-        self.prefix, self.nth, self.delay = prefix, nth, delay
+    def __init__(self, prefix, nth):
+        self.prefix, self.nth = prefix, nth
         self.seen = 0
         self.armed_at = None
         self.done = False
@@ -212,7 +212,7 @@ def kill_round(tx: Transaction, seed: int, out=None) -> Outcome:
         env = dict(ENV, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
         proc = subprocess.Popen(["ansible-playbook"] + tx.argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        clock = KillClock(prefix, nth, delay)
+        clock = KillClock(prefix, nth)
         fire_lock = threading.Lock()
         last = [""]
 

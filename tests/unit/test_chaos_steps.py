@@ -96,7 +96,7 @@ def test_a_block_s_name_is_not_a_banner(tmp_path):
 
 
 def _clock_fed(banners, prefix="Move", nth=1):
-    clock = chaos.KillClock(prefix, nth, delay=5.0)
+    clock = chaos.KillClock(prefix, nth)
     return clock, [clock.banner(name, float(t)) for t, name in enumerate(banners)]
 
 
