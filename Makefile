@@ -109,14 +109,16 @@ lab-test: lab
 	  "lab=pytest -q -rs --durations=5 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/integration/test_host_network.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
-# environment's image (it needs no lab; its test does); the lab made anew, then its tests. The base image and the
-# Kubernetes build both use are made first, once. Then, side by side on the lab: the bake and the join of a node booted
-# from it (a new node), and the execution environment's test (it converges the CPU workers).
+# environment's image (it needs no lab; its test does); the lab made anew, then its tests. The checks end well before
+# the lab's tests, so they run at half the CPU weight (scripts/cpu_share.sh): when both want the CPU, the lab's
+# controller gets it first. The base image and the Kubernetes build both use are made first, once. Then, side by side
+# on the lab: the bake and the join of a node booted from it (a new node), and the execution environment's test (it
+# converges the CPU workers).
 test: deps image
 	bash lab/k8s/build.sh >/dev/null
 	@echo "make test: $$(date +%T) lint, unit, the Azure inventory, sanity, packer, molecule, the EE image; beside them the lab made anew and its tests"
 	KUBESCALE_LAB_FRESH=1 bash scripts/parallel.sh \
-	  "checks=$(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
+	  "checks=bash scripts/cpu_share.sh checks 512 $(MAKE) lint unit azure-inventory sanity packer-validate molecule ee" \
 	  "lab-test=$(MAKE) lab-down lab-test"
 	@echo "make test: $$(date +%T) the bake and its node's join; beside them, the execution environment on the CPU workers"
 	bash scripts/parallel.sh \

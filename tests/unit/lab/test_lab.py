@@ -3,6 +3,7 @@ ranges, when an existing node must be recreated, the inventory it writes, kwok's
 
 import importlib.util
 import os
+import subprocess
 import types
 
 import pytest
@@ -234,6 +235,7 @@ def test_the_standin_keeps_a_running_pod_while_its_manifest_is_half_written(tmp_
     unit = standin.unit_of("etcd.yaml")
     calls = []
     monkeypatch.setattr(standin, "pod_units", lambda: {unit: ("active", digest)})
+    monkeypatch.setattr(standin, "main_pids", lambda units: dict.fromkeys(units, os.getpid()))
     monkeypatch.setattr(standin, "stop_unit", lambda *a: calls.append(("stop",) + a))
     monkeypatch.setattr(standin, "start_unit", lambda *a: calls.append(("start",) + a) or True)
     pods = standin.Pods(str(manifests))
@@ -273,6 +275,134 @@ def test_the_standin_reads_its_pods_units_in_one_call_and_decodes_a_manifest_onc
     for data in (manifest, manifest, manifest):
         standin.decode(data)
     assert len(loads) == 1
+
+
+def test_the_standin_asks_systemd_only_when_a_manifest_changed_a_pod_process_went_or_a_resync_is_due(
+        tmp_path, monkeypatch):
+    """Each second the stand-in reads its manifests and looks for each running pod's main process in /proc; systemd is
+    asked for the units' states only when one of those changed, or RESYNC seconds after it last was."""
+    standin = load_standin()
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    manifest = manifests / "kube-scheduler.yaml"
+    manifest.write_text("spec:\n  containers:\n  - command: [kube-scheduler]\n")
+    unit = standin.unit_of("kube-scheduler.yaml")
+    clock = [1000.0]
+    monkeypatch.setattr(standin.time, "time", lambda: clock[0])
+    running = {}  # unit -> digest, what "systemd" runs
+    asked = []
+    monkeypatch.setattr(standin, "pod_units",
+                        lambda: asked.append("units") or {u: ("active", d) for u, d in running.items()})
+    pid = [os.getpid()]
+    monkeypatch.setattr(standin, "main_pids", lambda units: asked.append("pids") or dict.fromkeys(units, pid[0]))
+    monkeypatch.setattr(standin, "start_unit", lambda name, u, digest, data: running.update({u: digest}) or True)
+    monkeypatch.setattr(standin, "stop_unit", lambda name, u: running.pop(u, None))
+    pods = standin.Pods(str(manifests))
+    pods.sync()  # starts the pod: not running yet, so the next second asks again
+    assert asked == ["units"] and unit in running
+    pods.sync()
+    assert asked == ["units", "units", "pids"] and pods.snapshot()["kube-scheduler.yaml"][2] is True
+    for _second in range(standin.RESYNC - 1):
+        clock[0] += 1
+        pods.sync()
+    assert asked == ["units", "units", "pids"]  # steady: manifests read, the process found, systemd not asked
+    clock[0] += 1
+    pods.sync()
+    assert asked[3:] == ["units", "pids"]  # RESYNC seconds on
+    del asked[:]
+    manifest.write_text("spec:\n  containers:\n  - command: [kube-scheduler, --v=2]\n")
+    pods.sync()
+    assert asked == ["units"] and running[unit] == standin.read(str(manifest))[0]  # a changed manifest: restarted
+    pods.sync()
+    del asked[:]
+    pods.sync()
+    assert asked == []
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    pid[0] = gone.pid  # from the next full sync on, the pod's main process is one that exited
+    clock[0] += standin.RESYNC
+    pods.sync()
+    del asked[:]
+    pods.sync()
+    assert asked == ["units", "pids"]  # gone: systemd asked at once, not RESYNC seconds on
+
+
+def test_the_standin_reads_each_units_main_pid_in_one_call(monkeypatch):
+    standin = load_standin()
+    shown = "MainPID=1523\nId=kubelet-pod-kube-apiserver.service\n\nMainPID=0\nId=kubelet-pod-etcd.service\n"
+    asked = []
+    monkeypatch.setattr(standin, "systemctl", lambda *a: asked.append(a) or types.SimpleNamespace(stdout=shown))
+    assert standin.main_pids(["kubelet-pod-kube-apiserver.service", "kubelet-pod-etcd.service"]) == {
+        "kubelet-pod-kube-apiserver.service": 1523, "kubelet-pod-etcd.service": 0}
+    assert len(asked) == 1 and asked[0][0] == "show"
+    assert standin.main_pids([]) == {}
+
+
+class FakeConnection:
+    """http.client.HTTPSConnection's part the stand-in uses; `drop` makes the next request fail as on a connection
+    the server closed."""
+    opened = []
+
+    def __init__(self, host, port, context=None, timeout=None):
+        self.requests, self.drop, self.closed = [], False, False
+        FakeConnection.opened.append(self)
+
+    def request(self, method, path, body=None, headers=None):
+        if self.drop:
+            raise ConnectionResetError("closed by the server")
+        self.requests.append((method, path))
+
+    def getresponse(self):
+        return types.SimpleNamespace(status=200, will_close=False, read=lambda: b'{"kind": "PodList"}')
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_standins_api_client_keeps_its_connection_and_opens_it_again_once(monkeypatch):
+    standin = load_standin()
+    monkeypatch.setattr(standin.http.client, "HTTPSConnection", FakeConnection)
+    FakeConnection.opened = []
+    api = object.__new__(standin.Api)
+    api.host, api.port, api.prefix, api.ctx, api.token, api.conn = "10.0.0.1", 6443, "", None, None, None
+    assert api.call("GET", "/api/v1/pods") == (200, {"kind": "PodList"})
+    assert api.call("GET", "/api/v1/pods") == (200, {"kind": "PodList"})
+    assert len(FakeConnection.opened) == 1 and len(FakeConnection.opened[0].requests) == 2
+    FakeConnection.opened[0].drop = True  # an API server restarted behind the endpoint
+    assert api.call("GET", "/api/v1/pods") == (200, {"kind": "PodList"})
+    assert len(FakeConnection.opened) == 2 and FakeConnection.opened[0].closed
+    monkeypatch.setattr(FakeConnection, "request", lambda *a, **k: (_ for _ in ()).throw(ConnectionRefusedError()))
+    api.close()
+    with pytest.raises(ConnectionRefusedError):  # a new connection that fails is not tried again
+        api.call("GET", "/api/v1/pods")
+    assert len(FakeConnection.opened) == 3
+
+
+def test_the_standin_renews_its_lease_from_the_copy_it_got_back(monkeypatch):
+    """As the kubelet: an update of the Lease the last renewal returned; a read only first and after a refusal."""
+    standin = load_standin()
+    calls = []
+    answers = []
+
+    class FakeApi:
+        def call(self, method, path, body=None, content_type=None):
+            calls.append(method)
+            return answers.pop(0)
+    agent = standin.NodeAgent("cp-1", {}, None, "v1.36.3")
+    agent.api, agent.uid = FakeApi(), "uid-1"
+    lease = {"metadata": {"name": "cp-1", "resourceVersion": "1"}, "spec": {}}
+    answers[:] = [(200, lease), (200, dict(lease, metadata={"resourceVersion": "2"}))]
+    agent.renew_lease()
+    assert calls == ["GET", "PUT"] and agent.lease["metadata"]["resourceVersion"] == "2"
+    answers[:] = [(200, dict(lease, metadata={"resourceVersion": "3"}))]
+    agent.renew_lease()
+    assert calls[2:] == ["PUT"] and agent.lease["spec"]["holderIdentity"] == "cp-1"
+    answers[:] = [(409, {}), (200, lease), (200, lease)]  # changed behind it: read again, then update
+    agent.renew_lease()
+    assert calls[3:] == ["PUT", "GET", "PUT"] and agent.lease is not None
+    answers[:] = [(404, {}), (404, {}), (201, lease)]  # deleted: made again
+    agent.renew_lease()
+    assert calls[6:] == ["PUT", "GET", "POST"] and agent.lease == lease
 
 
 def test_the_etcd_classes_disks_are_in_memory_and_the_others_on_the_machines_disk():
