@@ -371,7 +371,10 @@ def test_the_standins_api_client_keeps_its_connection_and_opens_it_again_once(mo
     FakeConnection.opened[0].drop = True  # an API server restarted behind the endpoint
     assert api.call("GET", "/api/v1/pods") == (200, {"kind": "PodList"})
     assert len(FakeConnection.opened) == 2 and FakeConnection.opened[0].closed
-    monkeypatch.setattr(FakeConnection, "request", lambda *a, **k: (_ for _ in ()).throw(ConnectionRefusedError()))
+
+    def refused(*_args, **_kwargs):
+        raise ConnectionRefusedError()
+    monkeypatch.setattr(FakeConnection, "request", refused)
     api.close()
     with pytest.raises(ConnectionRefusedError):  # a new connection that fails is not tried again
         api.call("GET", "/api/v1/pods")
