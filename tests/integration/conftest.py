@@ -2,6 +2,7 @@
 
 import fcntl
 import os
+import time
 
 import pytest
 
@@ -12,14 +13,23 @@ LOCK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.absp
 
 
 @pytest.fixture(scope="module")
-def control_plane_lock():
+def control_plane_lock(request):
     """Held for a whole test module that stops the Events cluster, rewrites kube-apiserver's manifest or leans on the
-    kubeadm etcd behind it: make lab-test runs its streams side by side, and such modules must not overlap."""
+    kubeadm etcd behind it: make lab-test runs its streams side by side, and such modules must not overlap. How long
+    the module waited for it and held it is printed, as the holders' sum bounds the streams' time."""
     os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    asked = time.monotonic()
     with open(LOCK, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        got = time.monotonic()
         yield
         fcntl.flock(f, fcntl.LOCK_UN)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # on the terminal, not in the test's captured output
+            reporter.write_line("control_plane_lock: %s waited %.0f s, held %.0f s"
+                                % (request.module.__name__, got - asked, time.monotonic() - got))
 
 
 @pytest.fixture(scope="session")
