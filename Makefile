@@ -105,8 +105,8 @@ lab-test: lab
 	@echo "lab-test: $$(date +%T) three streams"
 	bash scripts/parallel.sh \
 	  "etcd=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py tests/integration/test_events_pki.py" \
-	  "etcd-static-pod=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
-	  "lab=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/integration/test_host_network.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
+	  "etcd-static-pod=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_host_network.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
+	  "lab=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
 # environment's image (it needs no lab; its test does); the lab made anew, then its tests. The checks end well before
