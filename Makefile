@@ -80,12 +80,16 @@ azure-inventory: deps
 molecule: image
 	bash scripts/molecule.sh
 
-# The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd; the kubeadm
-# etcd, then the control plane whose objects live in it (and its scheduler); the rest (the Events cluster and
-# kube-apiserver's manifest among it). The modules that stop the Events cluster or restart kube-apiserver, in the last
-# two streams, take one lock in turn (control_plane_lock, tests/integration/conftest.py), which makes them most of the
-# streams' time: the lab stream starts with one of them, so the lock is busy from the start while the kubeadm etcd's
-# tests run beside it. Every test module is named once in lab-test or test (tests/unit/test_make_streams.py).
+# The integration tests run in three streams side by side, on disjoint nodes or clusters: the main etcd (then the tests
+# on the controller alone, and the Events cluster's chaos rounds); the kubeadm etcd, then the control plane whose
+# objects live in it (its scheduler, DNS, API server); the rest (the Events cluster, then the workers). Two locks keep
+# apart the modules that must not overlap (tests/integration/conftest.py): the control plane's (kube-apiserver's
+# manifest and restarts, kubeadm's record, the scheduler) and the Events cluster's (its members stopped, wiped or
+# restarted). Those that stop the whole Events cluster, or need every member up, take both; those that keep its quorum
+# take only its lock, beside the control plane's scheduler and DNS tests. The control plane lock's holders make most
+# of the streams' time: the lab stream starts with one of them, so the lock is busy from the start while the kubeadm
+# etcd's tests run beside it. Each holder prints how long it waited for its locks and held them. Every test module is
+# named once in lab-test or test (tests/unit/test_make_streams.py).
 # Each stream ends with its chaos rounds (tests/chaos/): ansible-playbook killed inside each transaction its nodes
 # own, then a plain re-run that must converge; CHAOS_ROUNDS (1 here, 5 in make bench) rounds each, seeds printed.
 # The cluster's own lifecycle (the real kubeadm upgrades every node; every tuning still in force), then the whole-lab
@@ -104,9 +108,9 @@ lab-test: lab
 	  "read-only=pytest -q -rs --durations=3 tests/integration/test_bad_input.py tests/integration/test_worker_state.py tests/integration/test_slices.py tests/integration/test_tags.py"
 	@echo "lab-test: $$(date +%T) three streams"
 	bash scripts/parallel.sh \
-	  "etcd=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/chaos/test_chaos_etcd.py tests/integration/test_events_pki.py" \
-	  "etcd-static-pod=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd_static_pod.py tests/integration/test_control_plane.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_host_network.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
-	  "lab=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_events_etcd.py tests/integration/test_audit.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py tests/chaos/test_chaos_events.py"
+	  "etcd=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd.py tests/integration/test_audit_etcd.py tests/integration/test_events_pki.py tests/integration/test_disk_latency.py tests/integration/test_host_live.py tests/chaos/test_chaos_etcd.py tests/chaos/test_chaos_events.py" \
+	  "etcd-static-pod=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_etcd_static_pod.py tests/integration/test_scheduler_binpack.py tests/integration/test_dns_spread.py tests/integration/test_host_network.py tests/integration/test_control_plane.py tests/integration/test_apiserver_load.py tests/chaos/test_chaos_control_plane.py" \
+	  "lab=pytest -q -rs --durations=0 --durations-min=20 tests/integration/test_events_etcd.py tests/integration/test_events_members.py tests/integration/test_audit.py tests/integration/test_lab_redeploy.py tests/integration/test_node_state_drift.py tests/integration/test_preload_url.py tests/integration/test_rollout.py tests/chaos/test_chaos_workers.py"
 
 # Two streams side by side: the checks that need no lab (one core each, mostly), molecule, then the execution
 # environment's image (it needs no lab; its test does); the lab made anew, then its tests. The checks end well before

@@ -184,7 +184,7 @@ def events_rejoin(member=None):
         write_chaos_keys()
         redeploy(member)
     return Transaction(
-        name="events_rejoin", host=member, stream="lab", argv=["playbooks/etcd_events.yml", "-l", member],
+        name="events_rejoin", host=member, stream="etcd", argv=["playbooks/etcd_events.yml", "-l", member],
         steps=["Stop the member to clear what it wrote on the wiped SSD",
                "Remove the member directory it wrote on the wiped SSD", "Re-add the member through a healthy peer",
                "Admit the member without data", "Apply systemd changes before starting",
@@ -197,7 +197,7 @@ def events_rolling_restart():
     lands anywhere in that task's sequence of restarts (up to `window` seconds in) or in the health wait after it."""
     members = hosts("etcd_events")
     return Transaction(
-        name="events_rolling_restart", host=members[0], stream="lab",
+        name="events_rolling_restart", host=members[0], stream="etcd",
         argv=["playbooks/etcd_events.yml", "-e", "events_etcd_snapshot_count=10001"],
         steps=["Restart the member for its new configuration or certificates",
                "Wait until every member answers healthy over TLS"],

@@ -51,3 +51,15 @@ def red_nodes(doc):
 
 def red_checks(doc, host):
     return [c for c in doc["nodes"][host]["checks"] if c["status"] == "red"]
+
+
+def only_red_on(doc, host):
+    """The red checks on `host`, the only red node of the report."""
+    assert red_nodes(doc) == [host], json.dumps(doc["failing"], indent=1)[:4000]
+    return red_checks(doc, host)
+
+
+def failed_with_report(proc):
+    """The run failed on one red node, after writing its report."""
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "red check(s) on 1 node(s), report in" in " ".join(proc.stdout.split()), proc.stdout[-3000:]

@@ -1,35 +1,17 @@
 """The fleet audit finds what broke, on exactly the node it broke on (make lab-test's `lab` stream).
 
-One thing at a time on the nodes this stream owns: the workers, and the Events etcd members and the control plane
-only while holding the control plane lock (make lab-test's other stream stops the whole Events cluster meanwhile, and
-an audit reading it then would see it red). A later sysctl.d file overriding a key, the SSD unmounted, a preloaded
-image removed, an Events etcd member stopped, the kubelet's config rewritten: each must be red on that node only,
-with a message saying what and where, and the run must fail (after writing the report). Every break is undone.
+One thing at a time on the nodes this stream owns, the workers: a later sysctl.d file overriding a key, the SSD
+unmounted, a preloaded image removed, the kubelet's config rewritten. Each must be red on that node only, with a
+message saying what and where, and the run must fail (after writing the report). Every break is undone. An Events etcd
+member stopped: test_control_plane.py, in the control plane's stream.
 """
 
-import fcntl
-import json
-import os
-import time
-
 import pytest
-from audit_lab import REPO, audit, node, red_checks, red_nodes
+from audit_lab import audit, failed_with_report, node, only_red_on, red_nodes
 
 pytestmark = pytest.mark.usefixtures("lab")
 OWNED = "kube_node_cpu:kube_node_gpu"
-WITH_CLUSTERS = "etcd_events:kube_control_plane:" + OWNED
-LOCK = os.path.join(REPO, "lab", ".state", "control-plane.lock")
 OVERRIDE = "/etc/sysctl.d/99-zz-override.conf"
-
-
-def only_red_on(doc, host):
-    assert red_nodes(doc) == [host], json.dumps(doc["failing"], indent=1)[:4000]
-    return red_checks(doc, host)
-
-
-def failed_with_report(proc):
-    assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "red check(s) on 1 node(s), report in" in " ".join(proc.stdout.split()), proc.stdout[-3000:]
 
 
 def test_a_later_sysctl_file_overriding_a_key(tmp_path):
@@ -76,29 +58,6 @@ def test_a_preloaded_image_removed(tmp_path):
     assert [(c["area"], c["check"]) for c in checks] == [("runtime", "preloaded images")]
     assert pause in checks[0]["message"] and "not in the docker store with the archive's digest" in checks[0]["message"]
     assert node("cpu-2", "docker", "image", "inspect", pause).returncode == 0
-
-
-def test_an_events_etcd_member_stopped(tmp_path):
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    with open(LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # test_control_plane.py writes Events and rewrites the API server's manifest
-        node("etcd-events-2", "systemctl", "stop", "etcd-events.service")
-        try:
-            proc, doc, _dir = audit(tmp_path, WITH_CLUSTERS)
-        finally:
-            node("etcd-events-2", "systemctl", "start", "etcd-events.service")
-            for _attempt in range(30):
-                if node("etcd-events-2", "systemctl", "is-active", "etcd-events.service", check=False).returncode == 0:
-                    break
-                time.sleep(1)
-    failed_with_report(proc)
-    checks = only_red_on(doc, "etcd-events-2")
-    assert ("etcd_events", "member") in [(c["area"], c["check"]) for c in checks]
-    member = [c for c in checks if c["check"] == "member"][0]
-    assert member["message"] == "member etcd-events-2 does not answer healthy"
-    # The peers and the API server see a degraded cluster that keeps its quorum: amber, not red.
-    for peer in ("etcd-events-1", "etcd-events-3", "cp-1"):
-        assert doc["nodes"][peer]["status"] == "amber", doc["nodes"][peer]
 
 
 def test_the_kubelet_config_rewritten(tmp_path):

@@ -1,16 +1,18 @@
 """Against the lab's real control plane (lab/kubeadm.py, lab/controlplane.py): kube-apiserver, kube-controller-manager
 and kube-scheduler built from Go modules and run by kubeadm as static pods on the control plane nodes, their objects in
 the external etcd hosts' cluster, Events wired by events_etcd into the Events cluster, kwok keeping LAB_KWOK_NODES fake
-Nodes Ready. Runs after `make site`, after test_etcd_static_pod.py and test_events_etcd.py (which disturb the same
-clusters); in order.
+Nodes Ready; and the fleet audit of the Events cluster and the control plane with one Events member stopped. Runs
+after `make site`, after test_etcd_static_pod.py and test_events_etcd.py (which disturb the same clusters); in order.
 """
 
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import yaml
+from audit_lab import audit, failed_with_report, lab_hosts, only_red_on
 from kube import wait_for
 from test_etcd import node, playbook, recap
 from test_tags import run_json
@@ -30,7 +32,7 @@ APISERVER_TLS = ["--cacert=/etc/kubernetes/pki/etcd/ca.crt", "--cert=/etc/kubern
 NS = "kubescale-test"
 
 pytestmark = [pytest.mark.usefixtures("lab"),
-              pytest.mark.usefixtures("control_plane_lock")]
+              pytest.mark.usefixtures("control_plane_and_events_lock")]
 
 
 def inventory():
@@ -349,3 +351,26 @@ def test_a_bad_variable_of_any_control_plane_role_fails_the_node_before_any_role
     assert "apiserver_load: argument 'apiserver_load_queues' is of type" in failed["msg"]
     assert node("cp-1", "sh", "-c", listing).stdout == before
     assert versions() == api_before
+
+
+def test_the_fleet_audit_finds_an_events_member_stopped_on_that_member_only(tmp_path):
+    """Red on the member, with a message saying what; amber on its peers and the API servers, which see a degraded
+    cluster that keeps its quorum; the run fails after writing the report. The audit reads the Events cluster and the
+    control plane only (the workers are another stream's); the member is started again."""
+    node("etcd-events-2", "systemctl", "stop", "etcd-events.service")
+    try:
+        proc, doc, _dir = audit(tmp_path, "etcd_events:kube_control_plane")
+    finally:
+        node("etcd-events-2", "systemctl", "start", "etcd-events.service")
+        for _attempt in range(30):
+            if node("etcd-events-2", "systemctl", "is-active", "etcd-events.service", check=False).returncode == 0:
+                break
+            time.sleep(1)
+    failed_with_report(proc)
+    checks = only_red_on(doc, "etcd-events-2")
+    assert ("etcd_events", "member") in [(c["area"], c["check"]) for c in checks]
+    member = [c for c in checks if c["check"] == "member"][0]
+    assert member["message"] == "member etcd-events-2 does not answer healthy"
+    for peer in ("etcd-events-1", "etcd-events-3", "cp-1"):
+        assert doc["nodes"][peer]["status"] == "amber", doc["nodes"][peer]
+    assert sorted(doc["nodes"]) == lab_hosts(("etcd_events", "kube_control_plane"))

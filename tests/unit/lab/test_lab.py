@@ -381,6 +381,31 @@ def test_the_standins_api_client_keeps_its_connection_and_opens_it_again_once(mo
     assert len(FakeConnection.opened) == 3
 
 
+def test_a_body_cut_short_is_an_oserror_the_agents_loop_retries(monkeypatch):
+    """http.client's own exceptions (here IncompleteRead) close the connection and reach the agent's loop as OSError;
+    a response that is not JSON is an error's {} only."""
+    standin = load_standin()
+    monkeypatch.setattr(standin.http.client, "HTTPSConnection", FakeConnection)
+    FakeConnection.opened = []
+    api = object.__new__(standin.Api)
+    api.host, api.port, api.prefix, api.ctx, api.token, api.conn = "10.0.0.1", 6443, "", None, None, None
+
+    def cut_short():
+        raise standin.http.client.IncompleteRead(b'{"kind"', 10)
+    monkeypatch.setattr(FakeConnection, "getresponse", lambda self: types.SimpleNamespace(
+        status=200, will_close=False, read=cut_short))
+    with pytest.raises(OSError, match="GET /api/v1/pods: IncompleteRead"):
+        api.call("GET", "/api/v1/pods")
+    assert api.conn is None and FakeConnection.opened[0].closed
+    monkeypatch.setattr(FakeConnection, "getresponse", lambda self: types.SimpleNamespace(
+        status=503, will_close=True, read=lambda: b"unavailable"))
+    assert api.call("GET", "/api/v1/pods") == (503, {}) and api.conn is None
+    monkeypatch.setattr(FakeConnection, "getresponse", lambda self: types.SimpleNamespace(
+        status=200, will_close=False, read=lambda: b"not json"))
+    with pytest.raises(ValueError):
+        api.call("GET", "/api/v1/pods")
+
+
 def test_the_standin_renews_its_lease_from_the_copy_it_got_back(monkeypatch):
     """As the kubelet: an update of the Lease the last renewal returned; a read only first and after a refusal."""
     standin = load_standin()
