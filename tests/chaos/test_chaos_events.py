@@ -2,7 +2,7 @@
 Events member's rejoin and the cluster's rolling restart. A plain re-run converges with every key on every member
 (tests/chaos/chaos.py). They stop one Events member at a time, so the cluster keeps its quorum and kube-apiserver its
 readiness: under the Events cluster's lock only, off the modules that stop the whole cluster or need every member up,
-beside the control plane's others."""
+beside those that hold only the control plane's lock."""
 
 import pytest
 
