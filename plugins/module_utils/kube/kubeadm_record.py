@@ -25,9 +25,6 @@ import tempfile
 import time
 from urllib.error import HTTPError, URLError
 
-from ansible.module_utils.urls import ConnectionError as UrlConnectionError
-from ansible.module_utils.urls import Request
-
 CLUSTER = ("kubeadm-config", "ClusterConfiguration")
 KUBELET = ("kubelet-config", "kubelet")
 MODES = ("auto", "always", "never")
@@ -98,6 +95,11 @@ class Client(object):
             self.sleep(pauses.pop(0))
 
     def _call(self, method, path, body=None):
+        # imported here: only a control plane node's runs ask the API server, and ansible.module_utils.urls (with
+        # http.client) is compiled from the module's zip on every run that imports it
+        from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+        from ansible.module_utils.urls import Request
+
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Accept": "application/json"}
         if data is not None:

@@ -12,8 +12,6 @@ import os
 import re
 import time
 
-from ansible.module_utils.urls import open_url
-
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
@@ -353,6 +351,9 @@ def processes(binary, needle=None):
 def answers_ok(url):
     """A readiness check of `url`: HTTP 200 with the body `ok` (the component's own certificate is not verified)."""
     def ready():
+        # imported here: most runs of the modules that use this file never ask a URL, and ansible.module_utils.urls
+        # (with ssl and http.client) is compiled from the module's zip on every run that imports it
+        from ansible.module_utils.urls import open_url
         try:
             resp = open_url(url, timeout=5, validate_certs=False, use_proxy=False)
             return resp.getcode() == 200 and resp.read().strip() == b"ok"

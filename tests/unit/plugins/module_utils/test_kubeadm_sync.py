@@ -6,6 +6,7 @@ import json
 
 import pytest
 import yaml
+from ansible.module_utils import urls
 
 from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm_drift as drift
 from ansible_collections.kubescale.tuning.plugins.module_utils.kube import kubeadm_record as rec
@@ -250,7 +251,7 @@ def test_a_request_the_load_balancer_drops_or_an_api_server_sheds_is_asked_again
         if answer[0] >= 400:
             raise rec.HTTPError(url, answer[0], "x", {}, io.BytesIO(json.dumps(answer[1]).encode()))
         return Answer(*answer)
-    monkeypatch.setattr(rec.Request, "open", fake_open)
+    monkeypatch.setattr(urls.Request, "open", fake_open)
     client = rec.Client(yaml, str(conf), sleep=slept.append)
     answers[:] = [ssl_mod.SSLEOFError(8, "EOF occurred in violation of protocol"), (503, {}), (200, {"ok": 1})]
     assert client.call("GET", "/api") == (200, {"ok": 1}) and slept == [1, 2]
