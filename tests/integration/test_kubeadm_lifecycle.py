@@ -285,6 +285,8 @@ def test_every_kubelet_pulls_in_parallel_after_kubeadm_rewrote_its_configuration
 
 
 def test_a_site_run_after_the_upgrade_changes_nothing(upgraded):
+    """The site's second run in make lab-test (site_twice.sh leaves it here): changed=0 on every node after kubeadm's
+    upgrade proves the runs idempotent and the tunings kept by the upgrade at once."""
     proc = subprocess.run(["ansible-playbook", "playbooks/site.yml"], cwd=REPO, env=ENV, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
