@@ -6,7 +6,6 @@ without the kill (`restore`), and each verify holds after that run too.
 """
 
 import json
-import os
 import re
 import subprocess
 
@@ -14,8 +13,8 @@ import yaml
 
 from tests.chaos.chaos import REPO, RoundFailed, Transaction, node
 from tests.integration.kube import kubectl, wait_for
+from tests.integration.labnode import hosts_of, lab_ip
 
-HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 KEYS = 300  # the lab's test keys in each etcd cluster (lab/seed.py, lab/kubeadm.py)
 CHAOS_KEYS = 50  # written to the Events cluster before its rounds
 SSD = "/mnt/local-ssd"
@@ -24,22 +23,6 @@ DOCKER_CONFIG = "/etc/docker/daemon.json"
 DOCKER_HOME = SSD + "/docker"
 DOCKER_MOVED = SSD + "/docker-chaos"
 PKI = "/etc/kubernetes/pki"
-
-
-def inventory():
-    with open(HOSTS) as f:
-        return yaml.safe_load(f)["all"]["children"]
-
-
-def hosts(group):
-    return sorted((inventory().get(group) or {}).get("hosts") or {})
-
-
-def lab_ip(host):
-    for group in inventory().values():
-        if host in ((group or {}).get("hosts") or {}):
-            return group["hosts"][host]["lab_ip"]
-    raise KeyError(host)
 
 
 def wait(what, test, timeout=180, interval=1):
@@ -61,14 +44,14 @@ def main_keys(member):
 
 
 def main_members(via):
-    eps = ",".join("http://%s:2379" % lab_ip(m) for m in hosts("etcd"))
+    eps = ",".join("http://%s:2379" % lab_ip(m) for m in hosts_of("etcd"))
     return node(via, "etcdctl", "--endpoints=" + eps, "--command-timeout=5s", "member", "list", "-w", "json",
                 check=False).stdout
 
 
 def verify_main_etcd(member):
     def check():
-        members = hosts("etcd")
+        members = hosts_of("etcd")
         for m in members:
             wait("%s to answer with all %d keys" % (m, KEYS), lambda m=m: main_keys(m) == KEYS, timeout=120)
         listed = json.loads(main_members(members[0]))["members"]
@@ -137,8 +120,8 @@ def etcd_rejoin(member="etcd-3"):
 
 def events_ctl(*args, url=None):
     """etcdctl with kube-apiserver's own etcd client certificate, from cp-1."""
-    eps = url or ",".join("https://%s:2383" % lab_ip(m) for m in hosts("etcd_events"))
-    return node(hosts("kube_control_plane")[0], "etcdctl", "--endpoints=" + eps, "--command-timeout=5s",
+    eps = url or ",".join("https://%s:2383" % lab_ip(m) for m in hosts_of("etcd_events"))
+    return node(hosts_of("kube_control_plane")[0], "etcdctl", "--endpoints=" + eps, "--command-timeout=5s",
                 "--cacert=%s/etcd/ca.crt" % PKI, "--cert=%s/apiserver-etcd-client.crt" % PKI,
                 "--key=%s/apiserver-etcd-client.key" % PKI, *args, check=False)
 
@@ -158,7 +141,7 @@ def write_chaos_keys():
 
 def verify_events(snapshot_count=None):
     def check():
-        for m in hosts("etcd_events"):
+        for m in hosts_of("etcd_events"):
             wait("%s to answer with all %d chaos keys" % (m, CHAOS_KEYS),
                  lambda m=m: chaos_keys_on(m) == CHAOS_KEYS, timeout=120)
             if node(m, "systemctl", "is-active", "etcd-events", check=False).stdout.strip() != "active":
@@ -172,13 +155,13 @@ def verify_events(snapshot_count=None):
                                       % (m, snapshot_count, [e for e in env if "SNAPSHOT" in e]))
         listed = json.loads(events_ctl("member", "list", "-w", "json").stdout)["members"]
         names = sorted(x.get("name", "") for x in listed)
-        if names != hosts("etcd_events"):
-            raise RoundFailed("the Events cluster lists %s, not %s" % (names, hosts("etcd_events")))
+        if names != hosts_of("etcd_events"):
+            raise RoundFailed("the Events cluster lists %s, not %s" % (names, hosts_of("etcd_events")))
     return check
 
 
 def events_rejoin(member=None):
-    member = member or hosts("etcd_events")[-1]
+    member = member or hosts_of("etcd_events")[-1]
 
     def prepare():
         write_chaos_keys()
@@ -195,7 +178,7 @@ def events_rejoin(member=None):
 def events_rolling_restart():
     """A setting every member restarts for: the role restarts them one at a time in one task (throttle 1); the kill
     lands anywhere in that task's sequence of restarts (up to `window` seconds in) or in the health wait after it."""
-    members = hosts("etcd_events")
+    members = hosts_of("etcd_events")
     return Transaction(
         name="events_rolling_restart", host=members[0], stream="etcd",
         argv=["playbooks/etcd_events.yml", "-e", "events_etcd_snapshot_count=10001"],
@@ -247,7 +230,7 @@ def verify_store(host, root):
 
 
 def docker_store_move():
-    host = hosts("kube_node_cpu")[0]
+    host = hosts_of("kube_node_cpu")[0]
     playbook_ = "playbooks/node_cpu.yml"
     check_moved, check_home = verify_store(host, DOCKER_MOVED), verify_store(host, DOCKER_HOME)
 
@@ -269,7 +252,7 @@ def containerd_store_move():
     """The lab's workers run docker, whose containerd keeps its root on the OS disk: containerd_tuning alone (its tag),
     as on a containerd node, moves that root onto the SSD with an image in it, dockerd stopped and started around it
     as containerd's client; then containerd's configuration and root are put back as they were."""
-    host = hosts("kube_node_gpu")[0]
+    host = hosts_of("kube_node_gpu")[0]
     moved, saved = "%s/containerd-chaos" % SSD, "/var/tmp/kubescale-chaos-containerd"
     args = ["playbooks/node_gpu.yml", "-l", host, "--tags", "kubescale_containerd_tuning",
             "-e", "kubescale_container_runtime=containerd"]
@@ -321,7 +304,7 @@ def containerd_store_move():
 
 
 def image_load():
-    host = hosts("kube_node_cpu")[-1]
+    host = hosts_of("kube_node_cpu")[-1]
 
     def prepare():
         refs = archive_refs(host)
@@ -371,7 +354,7 @@ def verify_scheduler(host, weight):
 
 
 def scheduler_edit():
-    host = hosts("kube_control_plane")[-1]
+    host = hosts_of("kube_control_plane")[-1]
     argv = ["playbooks/control_plane.yml", "-l", host, "--tags", "kubescale_scheduler_binpack"]
     resources = '[{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]'
     return Transaction(
@@ -391,7 +374,7 @@ def verify_apiserver(host, limit):
 
 
 def apiserver_edit():
-    host = hosts("kube_control_plane")[-1]
+    host = hosts_of("kube_control_plane")[-1]
     argv = ["playbooks/control_plane.yml", "-l", host, "--tags", "kubescale_apiserver_load"]
     return Transaction(
         name="apiserver_edit", host=host, stream="control_plane",

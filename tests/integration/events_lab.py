@@ -4,27 +4,15 @@ client certificate on cp-1, and a playbook run."""
 import os
 import subprocess
 
-import yaml
-from labnode import node
+from labnode import REPO, hosts_of, lab_ip, node
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+           ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"))
 PKI = "/etc/kubernetes/pki"
 
 
-def lab_ip(host):
-    with open(HOSTS) as f:
-        inv = yaml.safe_load(f)
-    for group in inv["all"]["children"].values():
-        if host in ((group or {}).get("hosts") or {}):
-            return group["hosts"][host]["lab_ip"]
-    raise KeyError(host)
-
-
 def events_members():
-    with open(HOSTS) as f:
-        return sorted((yaml.safe_load(f)["all"]["children"]["etcd_events"] or {}).get("hosts") or {})
+    return hosts_of("etcd_events")
 
 
 def events_urls():

@@ -14,13 +14,12 @@ import pytest
 import yaml
 from audit_lab import audit, failed_with_report, lab_hosts, only_red_on
 from kube import wait_for
+from labnode import HOSTS, REPO, hosts_of, lab_ip
 from test_etcd import node, playbook, recap
 from test_tags import run_json
 
 from lab import controlplane
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 MAIN = ["etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"]
 MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 ETCD_ROLE = "tests/integration/etcd_role.yml"
@@ -33,22 +32,6 @@ NS = "kubescale-test"
 
 pytestmark = [pytest.mark.usefixtures("lab"),
               pytest.mark.usefixtures("control_plane_and_events_lock")]
-
-
-def inventory():
-    with open(HOSTS) as f:
-        return yaml.safe_load(f)["all"]["children"]
-
-
-def hosts_of(group):
-    return sorted((inventory()[group] or {}).get("hosts") or {})
-
-
-def lab_ip(host):
-    for group in inventory().values():
-        if host in ((group or {}).get("hosts") or {}):
-            return group["hosts"][host]["lab_ip"]
-    raise KeyError(host)
 
 
 @pytest.fixture(scope="module")

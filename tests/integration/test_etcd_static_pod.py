@@ -16,10 +16,10 @@ import time
 
 import pytest
 import yaml
+from labnode import lab_ip
 from test_etcd import Poller, node, playbook, recap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 MEMBERS = ["etcd-kubeadm-1", "etcd-kubeadm-2", "etcd-kubeadm-3"]
 KEYS = 300
 SSD_DIR = "/mnt/local-ssd/etcd"
@@ -34,9 +34,7 @@ pytestmark = pytest.mark.usefixtures("lab")
 
 
 def endpoints():
-    with open(HOSTS) as f:
-        hosts = yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"]
-    return ",".join("https://%s:2379" % hosts[m]["lab_ip"] for m in MEMBERS)
+    return ",".join("https://%s:2379" % lab_ip(m) for m in MEMBERS)
 
 
 def etcdctl(via, *args, check=True):
@@ -45,12 +43,7 @@ def etcdctl(via, *args, check=True):
 
 def own_endpoint(member):
     """The member's own client URL (the guide's listen-client-urls: its address only)."""
-    return [e for e in endpoints().split(",") if e.startswith("https://%s:" % lab_ip(member))][0]
-
-
-def lab_ip(member):
-    with open(HOSTS) as f:
-        return yaml.safe_load(f)["all"]["children"]["etcd_kubeadm"]["hosts"][member]["lab_ip"]
+    return "https://%s:2379" % lab_ip(member)
 
 
 def keys_on(member):

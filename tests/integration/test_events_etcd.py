@@ -11,9 +11,9 @@ import re
 
 import pytest
 import yaml
-from events_lab import PKI, apiserver_etcdctl, events_url, events_urls, lab_ip, playbook
+from events_lab import PKI, apiserver_etcdctl, events_url, events_urls, playbook
 from kube import kubectl
-from labnode import node
+from labnode import lab_ip, node
 
 MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 KUBEADM_CONFIG = "/etc/kubernetes/kubeadm-config.yaml"

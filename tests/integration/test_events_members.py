@@ -11,9 +11,9 @@ import subprocess
 import time
 
 import pytest
-from events_lab import ENV, HOSTS, REPO, apiserver_etcdctl, events_members, events_urls, lab_ip, playbook
+from events_lab import ENV, apiserver_etcdctl, events_members, events_urls, playbook
 from kube import wait_for
-from labnode import node
+from labnode import HOSTS, REPO, lab_ip, node
 
 pytestmark = [pytest.mark.usefixtures("lab"), pytest.mark.usefixtures("events_cluster_lock")]
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 from audit_lab import HOSTS, REPO
 from kube import kubectl, wait_for
-from labnode import node
+from labnode import hosts_of, lab_ip, node
 
 from lab import controlplane, kubeadm
 
@@ -47,25 +47,6 @@ ETCD_TLS = ["--cacert=/etc/kubernetes/pki/etcd/ca.crt", "--cert=/etc/kubernetes/
             "--key=/etc/kubernetes/pki/etcd/healthcheck-client.key"]
 APISERVER_TLS = ["--cacert=/etc/kubernetes/pki/etcd/ca.crt", "--cert=/etc/kubernetes/pki/apiserver-etcd-client.crt",
                  "--key=/etc/kubernetes/pki/apiserver-etcd-client.key"]
-
-
-def inventory():
-    with open(HOSTS) as f:
-        return yaml.safe_load(f)["all"]["children"]
-
-
-def hosts_of(*groups):
-    out = []
-    for group in groups:
-        out += sorted((inventory()[group] or {}).get("hosts") or {})
-    return out
-
-
-def lab_ip(host):
-    for group in inventory().values():
-        if host in ((group or {}).get("hosts") or {}):
-            return group["hosts"][host]["lab_ip"]
-    raise KeyError(host)
 
 
 CPS = hosts_of("kube_control_plane")

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.chaos import chaos, transactions
+from tests.integration import labnode
 
 ROLES = os.path.join(chaos.REPO, "roles")
 GROUPS = ["etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu"]
@@ -65,7 +66,7 @@ def banners(playbook):
 def lab_groups(monkeypatch):
     """Three hosts in each of the lab's groups, without a lab."""
     fake = {g: {"hosts": {"%s-%d" % (g, i): {"lab_ip": "10.0.0.%d" % i} for i in (1, 2, 3)}} for g in GROUPS}
-    monkeypatch.setattr(transactions, "inventory", lambda: fake)
+    monkeypatch.setattr(labnode, "lab_groups", lambda: fake)
 
 
 @pytest.mark.parametrize("name", sorted(transactions.ALL))
