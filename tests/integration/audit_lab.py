@@ -4,11 +4,8 @@ import json
 import os
 import subprocess
 
-import yaml
-from labnode import node
+from labnode import REPO, hosts_of, node
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS = os.path.join(REPO, "inventories", "lab", "hosts.yml")
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
            ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"))
 AUDITED = "etcd:etcd_events:kube_control_plane:kube_node_cpu:kube_node_gpu"
@@ -16,12 +13,7 @@ AUDITED = "etcd:etcd_events:kube_control_plane:kube_node_cpu:kube_node_gpu"
 
 def lab_hosts(pattern_groups=("etcd", "etcd_events", "kube_control_plane", "kube_node_cpu", "kube_node_gpu",
                               "etcd_kubeadm")):
-    with open(HOSTS) as f:
-        children = yaml.safe_load(f)["all"]["children"]
-    out = set()
-    for group in pattern_groups:
-        out |= set((children.get(group) or {}).get("hosts") or {})
-    return sorted(out)
+    return sorted(set(hosts_of(*pattern_groups)))
 
 
 def fingerprint(name):

@@ -18,9 +18,9 @@ import time
 
 import pytest
 import yaml
-from audit_lab import ENV, HOSTS, REPO
+from audit_lab import ENV
 from kube import kubectl, wait_for
-from labnode import node
+from labnode import HOSTS, REPO, node
 
 from lab import kubeadm
 from lab.image import PAUSE_IMAGE

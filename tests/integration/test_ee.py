@@ -21,7 +21,8 @@ import subprocess
 import ansible_runner
 import pytest
 import yaml
-from audit_lab import ENV, HOSTS, REPO, lab_hosts
+from audit_lab import ENV, lab_hosts
+from labnode import HOSTS, REPO
 
 INVENTORIES = os.path.join(REPO, "inventories")
 STATE = os.path.join(REPO, "lab", ".state")

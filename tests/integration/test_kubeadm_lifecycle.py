@@ -28,9 +28,8 @@ import api_reads
 import json_report
 import pytest
 import yaml
-from audit_lab import HOSTS, REPO
 from kube import kubectl, wait_for
-from labnode import hosts_of, lab_ip, node
+from labnode import HOSTS, REPO, hosts_of, lab_ip, node
 
 from lab import controlplane, kubeadm
 
